@@ -1,0 +1,57 @@
+# imdb-classifier: `make help` lists the targets. `make train` and `make test` set themselves up.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONFIG ?= configs/default.yaml
+
+# Use the prepared IMDB copy beside the checkout when there is one (no download needed).
+ifneq ($(wildcard ../shared/tensorflow_datasets),)
+export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
+endif
+
+.PHONY: help install train test lint format sweep ui predict bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the package with its dev tools
+	@echo "installed: $(BIN)/classify"
+
+train: $(STAMP) ## Train the default model on the full IMDB data (CONFIG=configs/default.yaml)
+	$(BIN)/classify train --config $(CONFIG)
+
+test: $(STAMP) ## Run the tests, real-data tests included
+	$(BIN)/python -m pytest
+
+lint: $(STAMP) ## Check lint and formatting with ruff
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP) ## Format the code with ruff
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+sweep: $(STAMP) ## Run the variant sweep (not built yet)
+	@echo "make sweep: not built yet (issue: sweeps that compare the attention variants)" >&2; exit 1
+
+ui: $(STAMP) ## Start the MLflow UI on the local store (not built yet)
+	@echo "make ui: not built yet (issue: sweeps that compare the attention variants)" >&2; exit 1
+
+predict: $(STAMP) ## Classify FILE with the newest registered model (not built yet)
+	@echo "make predict: not built yet (issue: classify predict)" >&2; exit 1
+
+bench: $(STAMP) ## Run the benchmarks (not built yet)
+	@echo "make bench: not built yet (issue: benchmarks)" >&2; exit 1
+
+clean: ## Remove the virtual environment and caches (keeps mlflow.db and mlruns/)
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,310 @@
+"""IMDB reviews: TFDS loading, deterministic splits, text vectorization and tf.data pipelines.
+
+The TFDS ``train`` split (25,000 reviews) is cut in order into training and validation reviews
+(default 15,000 / 10,000, as in the reference experiments); the ``test`` split (25,000) is only
+used for the final evaluation, never for model selection. ``unsupervised`` (50,000 unlabelled
+reviews) is reachable through :func:`load_unsupervised`.
+
+Example:
+    >>> cfg = load_config("configs/smoke.yaml").data
+    >>> raw = load_raw_splits(cfg)
+    >>> vectorizer = build_vectorizer(cfg, raw.train)
+    >>> data = make_datasets(cfg, raw, vectorizer)
+    >>> ids, labels = next(iter(data.train))  # (batch, sequence_length) int64, (batch,) int64
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+
+import keras
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from classifier.config import IMDB_TRAIN_REVIEWS, DataConfig
+
+DATASET = "imdb_reviews"
+LABELS = ("negative", "positive")  # label 0, label 1
+VECTORIZE_BATCH = 1024
+
+_BREAK_TAG = r"<br\s*/?>"
+_PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
+
+
+class DataNotFoundError(RuntimeError):
+    """The IMDB data is neither in the data directory nor downloadable."""
+
+
+@dataclass(frozen=True)
+class RawSplits:
+    """The three labelled splits as ``tf.data`` datasets of ``(text, label)`` scalars."""
+
+    train: tf.data.Dataset
+    validation: tf.data.Dataset
+    test: tf.data.Dataset
+
+
+@dataclass(frozen=True)
+class Datasets:
+    """Batched, prefetched ``(token_ids, label)`` pipelines ready for ``model.fit``."""
+
+    train: tf.data.Dataset
+    validation: tf.data.Dataset
+    test: tf.data.Dataset
+
+
+def split_specs(cfg: DataConfig) -> dict[str, str]:
+    """TFDS split strings for training, validation and test.
+
+    Example:
+        >>> split_specs(DataConfig())
+        {'train': 'train[:15000]', 'validation': 'train[15000:25000]', 'test': 'test'}
+    """
+    end = cfg.train_size + cfg.val_size
+    test = "test" if cfg.test_size is None else f"test[:{cfg.test_size}]"
+    return {
+        "train": f"train[:{cfg.train_size}]",
+        "validation": f"train[{cfg.train_size}:{end}]",
+        "test": test,
+    }
+
+
+def tfds_load(split: str | list[str], cfg: DataConfig, **kwargs):
+    """``tfds.load("imdb_reviews", split=...)`` honouring ``data_dir``/``TFDS_DATA_DIR``.
+
+    Raises:
+        DataNotFoundError: with one line saying where to point ``TFDS_DATA_DIR``/``--data-dir``.
+    """
+    try:
+        return tfds.load(
+            DATASET, split=split, data_dir=cfg.data_dir, download=cfg.download, **kwargs
+        )
+    except Exception as error:  # TFDS raises AssertionError, OSError or download errors
+        where = cfg.data_dir or "TFDS_DATA_DIR / ~/tensorflow_datasets"
+        how = "and could not be downloaded" if cfg.download else "(download disabled)"
+        cause = str(error).strip().splitlines()[0][:160] if str(error).strip() else ""
+        raise DataNotFoundError(
+            f"IMDB data ({DATASET}) not found in {where} {how}; set TFDS_DATA_DIR or pass "
+            f"--data-dir to a folder holding a prepared copy ({type(error).__name__}: {cause})"
+        ) from None
+
+
+def load_raw_splits(cfg: DataConfig, with_ids: bool = False) -> RawSplits:
+    """Load training, validation and test reviews as ``(text, label)`` (or dicts with ``tfds_id``).
+
+    Args:
+        cfg: the data config (sizes, data directory).
+        with_ids: yield TFDS feature dicts with a ``tfds_id`` per review instead of tuples.
+    """
+    specs = split_specs(cfg)
+    kwargs = (
+        {"read_config": tfds.ReadConfig(add_tfds_id=True)} if with_ids else {"as_supervised": True}
+    )
+    train, validation, test = tfds_load(list(specs.values()), cfg, shuffle_files=False, **kwargs)
+    return RawSplits(train=train, validation=validation, test=test)
+
+
+def load_unsupervised(cfg: DataConfig) -> tf.data.Dataset:
+    """The 50,000 unlabelled reviews (label -1), as a dataset of text scalars."""
+    return tfds_load("unsupervised", cfg, as_supervised=True).map(lambda text, _: text)
+
+
+def split_sizes(cfg: DataConfig) -> dict[str, int]:
+    """Number of reviews in every TFDS split (read from the data set's metadata)."""
+    try:
+        builder = tfds.builder(DATASET, data_dir=cfg.data_dir)
+        splits = builder.info.splits
+        return {name: splits[name].num_examples for name in ("train", "test", "unsupervised")}
+    except Exception:  # noqa: BLE001 - metadata is missing when the data is
+        tfds_load("train[:1]", cfg)  # raises DataNotFoundError with the usual message
+        raise
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+def standardize_review(text: tf.Tensor) -> tf.Tensor:
+    """Lowercase, turn ``<br />`` into spaces, drop apostrophes and other punctuation.
+
+    Example:
+        >>> standardize_review(tf.constant("Don't miss it!<br />Great."))
+        <tf.Tensor: ... numpy=b'dont miss it  great '>
+    """
+    text = tf.strings.lower(text)
+    text = tf.strings.regex_replace(text, _BREAK_TAG, " ")
+    text = tf.strings.regex_replace(text, "'", "")
+    return tf.strings.regex_replace(text, _PUNCTUATION, " ")
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class ReviewVectorizer(keras.layers.Layer):
+    """Raw review strings to fixed-length token ids, keeping the head or the tail of long reviews.
+
+    Wraps ``keras.layers.TextVectorization`` (vocabulary, :func:`standardize_review`) and cuts
+    each review to ``sequence_length`` ids: ``truncate="head"`` keeps the first ids,
+    ``"tail"`` the last ones (as Keras' pre-tokenized IMDB does). Id 0 is padding, 1 is
+    out-of-vocabulary; padding always goes at the end.
+
+    Args:
+        vocab_size: vocabulary size, padding and OOV included.
+        sequence_length: number of ids per review (T).
+        truncate: ``"head"`` or ``"tail"``.
+        vocabulary: optional word list (without padding and OOV) instead of ``adapt``.
+
+    Call arguments:
+        texts: string tensor of shape (B,).
+
+    Returns:
+        int64 tensor of shape (B, T).
+
+    Example:
+        >>> v = ReviewVectorizer(100, 4, "tail")
+        >>> v.adapt(tf.data.Dataset.from_tensor_slices(["a b c d e f"]).batch(1))
+        >>> v(tf.constant(["a b c d e f"])).shape
+        TensorShape([1, 4])
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        sequence_length: int,
+        truncate: str = "tail",
+        vocabulary: list[str] | None = None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if truncate not in ("head", "tail"):
+            raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
+        self.vocab_size = vocab_size
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+        self.text_vectorization = keras.layers.TextVectorization(
+            max_tokens=vocab_size,
+            standardize=standardize_review,
+            output_mode="int",
+            vocabulary=vocabulary,
+            name="text_vectorization",
+        )
+
+    def adapt(self, texts: tf.data.Dataset) -> None:
+        """Build the vocabulary from a dataset of string batches."""
+        self.text_vectorization.adapt(texts)
+
+    def get_vocabulary(self) -> list[str]:
+        """The vocabulary, index = token id ('' is padding, '[UNK]' is OOV)."""
+        return [str(token) for token in self.text_vectorization.get_vocabulary()]
+
+    def build(self, input_shape=None):
+        # The lookup table is the only state; it is filled by ``adapt`` or ``vocabulary``.
+        self.built = True
+
+    def call(self, texts):
+        ids = self.text_vectorization(texts)
+        ragged = tf.RaggedTensor.from_tensor(ids, padding=0)
+        length = self.sequence_length
+        kept = ragged[:, :length] if self.truncate == "head" else ragged[:, -length:]
+        return kept.to_tensor(default_value=0, shape=[None, length])
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.sequence_length)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            sequence_length=self.sequence_length,
+            truncate=self.truncate,
+        )
+        return config
+
+
+def texts_of(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """The review texts of a ``(text, label)`` dataset, batched for adapting or vectorizing."""
+    return dataset.map(lambda text, _: text).batch(VECTORIZE_BATCH)
+
+
+def build_vectorizer(cfg: DataConfig, train: tf.data.Dataset) -> ReviewVectorizer:
+    """A :class:`ReviewVectorizer` whose vocabulary is adapted on ``train`` (text, label) only."""
+    vectorizer = ReviewVectorizer(cfg.vocab_size, cfg.sequence_length, cfg.truncate)
+    vectorizer.adapt(texts_of(train))
+    return vectorizer
+
+
+def vectorize(
+    dataset: tf.data.Dataset,
+    vectorizer: ReviewVectorizer,
+    batch_size: int,
+    shuffle_seed: int | None = None,
+) -> tf.data.Dataset:
+    """Vectorize once, cache, optionally shuffle (seeded, reshuffled each epoch), batch, prefetch."""
+    ids = (
+        dataset.batch(VECTORIZE_BATCH)
+        .map(lambda text, label: (vectorizer(text), label), num_parallel_calls=tf.data.AUTOTUNE)
+        .unbatch()
+        .cache()
+    )
+    if shuffle_seed is not None:  # a buffer as large as the train split: a full shuffle
+        ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)
+    return ids.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def make_datasets(
+    cfg: DataConfig, raw: RawSplits, vectorizer: ReviewVectorizer, seed: int = 0
+) -> Datasets:
+    """Training (shuffled with ``seed``), validation and test pipelines of ``(ids, label)``."""
+    return Datasets(
+        train=vectorize(raw.train, vectorizer, cfg.batch_size, shuffle_seed=seed),
+        validation=vectorize(raw.validation, vectorizer, cfg.batch_size),
+        test=vectorize(raw.test, vectorizer, cfg.batch_size),
+    )
+
+
+def review_lengths(dataset: tf.data.Dataset) -> tuple[list[int], list[int]]:
+    """Words per review (after :func:`standardize_review`) and labels of a (text, label) dataset."""
+    lengths: list[int] = []
+    labels: list[int] = []
+    for texts, batch_labels in dataset.batch(VECTORIZE_BATCH):
+        words = tf.strings.split(standardize_review(texts))
+        lengths.extend(words.row_lengths().numpy().tolist())
+        labels.extend(batch_labels.numpy().tolist())
+    return lengths, labels
+
+
+def describe(cfg: DataConfig) -> str:
+    """A printable summary: split sizes, label balance, length percentiles, an example review."""
+    sizes = split_sizes(cfg)
+    raw = load_raw_splits(cfg)
+    header = (
+        f"{'split':<13}{'reviews':>9}{'negative':>10}{'positive':>10}"
+        f"{'words p50':>11}{'p90':>7}{'p99':>7}{'max':>7}"
+    )
+    rows = [header]
+    for name, dataset in (("train", raw.train), ("validation", raw.validation), ("test", raw.test)):
+        lengths, labels = review_lengths(dataset)
+        count, positive = len(labels), sum(labels)
+        pct = _percentiles(lengths, (50, 90, 99))
+        rows.append(
+            f"{name:<13}{count:>9,}{count - positive:>10,}{positive:>10,}"
+            f"{pct[0]:>11}{pct[1]:>7}{pct[2]:>7}{max(lengths, default=0):>7}"
+        )
+    rows.append(f"{'unsupervised':<13}{sizes['unsupervised']:>9,}  (unlabelled)")
+    text, label = next(iter(raw.train))
+    example = text.numpy().decode("utf-8")
+    specs = split_specs(cfg)
+    return "\n".join(
+        [
+            f"IMDB reviews (TFDS {DATASET}); TFDS splits: "
+            + ", ".join(f"{name} {size:,}" for name, size in sizes.items()),
+            f"training = {specs['train']}, validation = {specs['validation']}, test = {specs['test']}",
+            "",
+            *rows,
+            "",
+            f"Example (first training review, {LABELS[int(label)]}):",
+            f"  {example[:400]}{'...' if len(example) > 400 else ''}",
+        ]
+    )
+
+
+def _percentiles(values: list[int], points: tuple[int, ...]) -> list[int]:
+    ordered = sorted(values) or [0]
+    return [ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] for p in points]

@@ -1,0 +1,143 @@
+"""Shared fixtures: a tiny IMDB-shaped TFDS data set made by the tests, and the real data."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE_SIZES = {"train": 160, "test": 80, "unsupervised": 10}
+POSITIVE_WORDS = ["great", "wonderful", "superb", "loved", "brilliant", "moving"]
+NEGATIVE_WORDS = ["awful", "boring", "terrible", "hated", "dull", "waste"]
+FILLER = ["the", "movie", "film", "plot", "actor", "scene", "story", "was", "and", "it", "a"]
+# Words that occur only in the validation part of the fixture's train split (reviews 120+).
+VALIDATION_ONLY_WORD = "zyzzyva"
+
+
+def fixture_review(rng: random.Random, label: int, extra: str = "") -> str:
+    """A short synthetic review whose sentiment words match its label."""
+    cues = POSITIVE_WORDS if label == 1 else NEGATIVE_WORDS
+    words = [rng.choice(FILLER) for _ in range(rng.randint(8, 30))]
+    for _ in range(3):
+        words.insert(rng.randrange(len(words)), rng.choice(cues))
+    text = " ".join(words).capitalize() + "." + extra
+    return text.replace(" and ", ", and ", 1) + " <br /><br />The End!"
+
+
+def write_fixture_tfds(
+    root: Path, sizes: dict[str, int] = FIXTURE_SIZES, val_from: int = 120
+) -> Path:
+    """Write a real TFDS ``imdb_reviews/plain_text/1.0.0`` folder with synthetic reviews.
+
+    Uses the metadata of the prepared copy when present (else a minimal one), so ``tfds.load``
+    reads it through the ordinary code path. Labels alternate 0, 1; unsupervised ones are -1.
+    """
+    import tensorflow as tf
+
+    target = root / "imdb_reviews" / "plain_text" / "1.0.0"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "label.labels.txt").write_text("neg\npos\n")
+    (target / "features.json").write_text(json.dumps(_FEATURES))
+    info = json.loads(json.dumps(_INFO))
+    rng = random.Random(1234)
+    for split in info["splits"]:
+        name, count = split["name"], sizes[split["name"]]
+        path = target / f"imdb_reviews-{name}.tfrecord-00000-of-00001"
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for index in range(count):
+                label = -1 if name == "unsupervised" else index % 2
+                extra = f" {VALIDATION_ONLY_WORD}" if name == "train" and index >= val_from else ""
+                text = fixture_review(rng, max(label, 0), extra)
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "text": tf.train.Feature(
+                                bytes_list=tf.train.BytesList(value=[text.encode()])
+                            ),
+                            "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
+        split["shardLengths"] = [str(count)]
+        split["numBytes"] = str(path.stat().st_size)
+    (target / "dataset_info.json").write_text(json.dumps(info))
+    return root
+
+
+_FEATURES = {
+    "featuresDict": {
+        "features": {
+            "label": {
+                "classLabel": {"numClasses": "2"},
+                "pythonClassName": "tensorflow_datasets.core.features.class_label_feature.ClassLabel",
+            },
+            "text": {
+                "pythonClassName": "tensorflow_datasets.core.features.text_feature.Text",
+                "text": {},
+            },
+        }
+    },
+    "pythonClassName": "tensorflow_datasets.core.features.features_dict.FeaturesDict",
+}
+_INFO = {
+    "configDescription": "Plain text",
+    "configName": "plain_text",
+    "fileFormat": "tfrecord",
+    "moduleName": "tensorflow_datasets.datasets.imdb_reviews.imdb_reviews_dataset_builder",
+    "name": "imdb_reviews",
+    "splits": [
+        {"filepathTemplate": "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}", "name": name}
+        for name in ("train", "test", "unsupervised")
+    ],
+    "supervisedKeys": {"tuple": {"items": [{"featureKey": "text"}, {"featureKey": "label"}]}},
+    "version": "1.0.0",
+}
+
+
+@pytest.fixture(scope="session")
+def fixture_data_dir(tmp_path_factory) -> Path:
+    """A TFDS data dir holding a tiny imdb_reviews: train 160 (120 + 40), test 80, unsupervised 10."""
+    return write_fixture_tfds(tmp_path_factory.mktemp("tfds"))
+
+
+@pytest.fixture
+def fixture_overrides(fixture_data_dir) -> list[str]:
+    """Config overrides that point a run at the fixture data, sized to it."""
+    return [
+        f"data.data_dir={fixture_data_dir}",
+        "data.download=false",
+        "data.train_size=120",
+        "data.val_size=40",
+        "data.test_size=80",
+        "data.vocab_size=64",
+        "data.sequence_length=24",
+        "data.batch_size=16",
+    ]
+
+
+def real_data_dir() -> Path | None:
+    """The prepared IMDB copy: $TFDS_DATA_DIR, else ../shared/tensorflow_datasets, if it holds it."""
+    candidates = [os.environ.get("TFDS_DATA_DIR"), ROOT.parent / "shared" / "tensorflow_datasets"]
+    for candidate in filter(None, candidates):
+        if (Path(candidate) / "imdb_reviews" / "plain_text").is_dir():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def imdb_data_dir() -> Path:
+    """The real data for tests marked ``large``; under CI=true a missing copy fails, never skips."""
+    found = real_data_dir()
+    if found is None:
+        message = "IMDB data not found: set TFDS_DATA_DIR to a prepared tensorflow_datasets folder"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found

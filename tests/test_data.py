@@ -1,0 +1,112 @@
+"""The data pipeline on the tiny fixture data set that conftest writes in TFDS format."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from classifier.config import load_config
+from classifier.data import (
+    DataNotFoundError,
+    ReviewVectorizer,
+    build_vectorizer,
+    load_raw_splits,
+    load_unsupervised,
+    make_datasets,
+    split_specs,
+    standardize_review,
+)
+from tests.conftest import VALIDATION_ONLY_WORD
+
+
+@pytest.fixture
+def cfg(fixture_overrides):
+    return load_config(None, fixture_overrides).data
+
+
+def test_split_specs_carve_validation_from_train():
+    specs = split_specs(load_config(None).data)
+    assert specs == {"train": "train[:15000]", "validation": "train[15000:25000]", "test": "test"}
+    small = split_specs(
+        load_config(None, ["data.train_size=10", "data.val_size=5", "data.test_size=7"]).data
+    )
+    assert small == {"train": "train[:10]", "validation": "train[10:15]", "test": "test[:7]"}
+
+
+def test_loads_the_configured_sizes(cfg):
+    raw = load_raw_splits(cfg)
+    assert [len(list(raw.train)), len(list(raw.validation)), len(list(raw.test))] == [120, 40, 80]
+    text, label = next(iter(raw.train))
+    assert text.dtype == tf.string and int(label) in (0, 1)
+    assert len(list(load_unsupervised(cfg))) == 10
+
+
+def test_standardization_lowercases_strips_breaks_and_punctuation():
+    out = standardize_review(tf.constant(["Don't MISS it!<br />Great.<br/>Really,good"]))
+    assert out.numpy()[0].decode().split() == ["dont", "miss", "it", "great", "really", "good"]
+
+
+@pytest.mark.parametrize(
+    ("side", "expected"), [("head", ["a", "b", "c"]), ("tail", ["d", "e", "f"])]
+)
+def test_truncation_keeps_the_configured_end(side, expected):
+    vocabulary = ["a", "b", "c", "d", "e", "f"]
+    vectorizer = ReviewVectorizer(10, 3, side, vocabulary=vocabulary)
+    ids = vectorizer(tf.constant(["A b, c; d e f.", "e", ""])).numpy()
+    tokens = vectorizer.get_vocabulary()
+    assert [tokens[i] for i in ids[0]] == expected
+    assert ids[1].tolist() == [tokens.index("e"), 0, 0]  # short reviews: padded at the end
+    assert ids[2].tolist() == [0, 0, 0]
+
+
+def test_vocabulary_comes_from_the_training_portion_only(cfg):
+    raw = load_raw_splits(cfg)
+    vocabulary = build_vectorizer(cfg, raw.train).get_vocabulary()
+    assert vocabulary[:2] == ["", "[UNK]"]
+    assert "great" in vocabulary and "awful" in vocabulary
+    # The fixture puts this word in every validation review and in no training review.
+    assert VALIDATION_ONLY_WORD not in vocabulary
+    validation_text = " ".join(t.numpy().decode() for t, _ in raw.validation)
+    assert VALIDATION_ONLY_WORD in validation_text
+
+
+def test_pipelines_batch_pad_and_shuffle_deterministically(cfg):
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+
+    def first_labels(seed):
+        data = make_datasets(cfg, raw, vectorizer, seed=seed)
+        return [y.numpy().tolist() for _, y in data.train]
+
+    data = make_datasets(cfg, raw, vectorizer, seed=1)
+    ids, labels = next(iter(data.train))
+    assert ids.shape == (16, 24) and ids.dtype == tf.int64 and labels.shape == (16,)
+    assert sum(x.shape[0] for x, _ in data.validation) == 40
+    assert first_labels(1) == first_labels(1)
+    assert first_labels(1) != first_labels(2)
+    # Validation and test keep their order.
+    ordered = [int(y) for _, y in raw.validation]
+    assert np.concatenate([y.numpy() for _, y in data.validation]).tolist() == ordered
+
+
+def test_vectorizer_saves_and_loads_in_keras_format(cfg, tmp_path):
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, vectorizer(inputs))
+    model.save(tmp_path / "v.keras")
+    loaded = keras.models.load_model(tmp_path / "v.keras")  # safe_mode=True
+    texts = tf.constant(["A great film <br /> and a moving story", "awful"])
+    np.testing.assert_array_equal(model(texts).numpy(), loaded(texts).numpy())
+
+
+def test_missing_data_raises_one_line_naming_the_fix(tmp_path, cfg):
+    cfg.data_dir = str(tmp_path / "empty")
+    cfg.download = False
+    with pytest.raises(DataNotFoundError) as raised:
+        load_raw_splits(cfg)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "TFDS_DATA_DIR" in message and "--data-dir" in message and str(tmp_path) in message

@@ -34,8 +34,12 @@ class ClassifyGroup(click.Group):
 
 def _lazy_user_errors() -> tuple[type[Exception], ...]:
     # Importing TensorFlow costs seconds; only look at modules that a command already imported.
-    data = sys.modules.get("classifier.data")
-    return (data.DataNotFoundError,) if data else ()
+    errors: tuple[type[Exception], ...] = ()
+    if data := sys.modules.get("classifier.data"):
+        errors += (data.DataNotFoundError,)
+    if train := sys.modules.get("classifier.train"):
+        errors += (train.ResumeError,)
+    return errors
 
 
 def config_options(command: Callable) -> Callable:
@@ -95,6 +99,42 @@ def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | No
 
     cfg = resolve_config(config_path, overrides, data_dir)
     click.echo(imdb.describe(cfg.data))
+
+
+@cli.command()
+@config_options
+@click.option(
+    "--resume",
+    metavar="RUN_ID",
+    help="Continue a KILLED or FAILED run from its last checkpoint (uses the run's own config).",
+)
+def train(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+) -> None:
+    """Train one classifier, evaluate it on the test split and log everything to MLflow.
+
+    Prints a line per epoch and a summary with the test accuracy and the run id. The model is
+    registered as train.registered_model (alias "newest"). Ctrl-C marks the run KILLED and keeps
+    its checkpoint (exit code 130); --resume continues it.
+
+    \b
+    Examples:
+      classify train --config configs/default.yaml
+      classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
+      classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+    """
+    from classifier.train import TrainingInterrupted, stop_on_sigterm
+    from classifier.train import train as run_training
+
+    if resume and (config_path or overrides):
+        raise UserError("--resume continues with the run's own config; drop --config and --set")
+    cfg = None if resume else resolve_config(config_path, overrides, data_dir)
+    stop_on_sigterm()
+    try:
+        run_training(cfg, resume=resume, echo=click.echo)
+    except TrainingInterrupted as interrupted:
+        click.echo(str(interrupted), err=True)
+        sys.exit(130)
 
 
 def main() -> None:

@@ -182,9 +182,12 @@ class ReviewVectorizer(keras.layers.Layer):
             max_tokens=vocab_size,
             standardize=standardize_review,
             output_mode="int",
-            vocabulary=vocabulary,
             name="text_vectorization",
         )
+        if vocabulary is not None:
+            # set_vocabulary fills the lookup table now; the constructor argument would leave
+            # it uninitialised when the layer is first called symbolically.
+            self.text_vectorization.set_vocabulary(vocabulary)
 
     def adapt(self, texts: tf.data.Dataset) -> None:
         """Build the vocabulary from a dataset of string batches."""

@@ -23,7 +23,7 @@ VALIDATION_ONLY_WORD = "zyzzyva"
 def fixture_review(rng: random.Random, label: int, extra: str = "") -> str:
     """A short synthetic review whose sentiment words match its label."""
     cues = POSITIVE_WORDS if label == 1 else NEGATIVE_WORDS
-    words = [rng.choice(FILLER) for _ in range(rng.randint(8, 30))]
+    words = [rng.choice(FILLER) for _ in range(rng.randint(6, 16))]
     for _ in range(3):
         words.insert(rng.randrange(len(words)), rng.choice(cues))
     text = " ".join(words).capitalize() + "." + extra

@@ -1,0 +1,120 @@
+"""Encoder-only IMDB classifiers: one builder per ``model.variant``.
+
+Every variant maps token ids (B, T) to class probabilities (B, 2): an embedding, an attention
+stack, masked global average pooling (padding does not dilute the mean), dropout and a two-way
+softmax head. The padding mask (id 0 = padding) is computed once and passed explicitly.
+
+| variant     | stack                                                                 |
+|-------------|-----------------------------------------------------------------------|
+| attention   | Embedding, ``keras.layers.Attention`` x2 (the reference raw-attention)  |
+| mha         | Embedding, ``keras.layers.MultiHeadAttention`` x2                      |
+| block       | Embedding, our TransformerBlock (no position information)             |
+| block_pos   | Embedding + learned positions, our TransformerBlock                   |
+| encoder     | Embedding + sinusoidal or learned positions, our Encoder (N layers)   |
+
+Example:
+    >>> model = build_classifier(ModelConfig(variant="encoder"), vocab_size=10_000, sequence_length=256)
+    >>> model(token_ids).shape  # (B, 2)
+"""
+
+from __future__ import annotations
+
+import keras
+
+from classifier.config import ModelConfig
+from classifier.layers import (
+    Encoder,
+    MaskedGlobalAveragePooling1D,
+    TokenAndPositionEmbedding,
+    TransformerBlock,
+    attention_mask,
+    padding_mask,
+)
+
+NUM_CLASSES = 2
+
+
+def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) -> keras.Model:
+    """Build the (uncompiled) classifier of ``cfg.variant`` on token ids of length T."""
+    token_ids = keras.Input(shape=(sequence_length,), dtype="int64", name="token_ids")
+    mask = padding_mask(token_ids)  # (B, T) bool, True = real token
+    x = _STACKS[cfg.variant](cfg, token_ids, mask, vocab_size, sequence_length)
+    x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)
+    x = keras.layers.Dropout(cfg.dropout, name="head_dropout")(x)
+    probabilities = keras.layers.Dense(NUM_CLASSES, activation="softmax", name="head")(x)
+    return keras.Model(token_ids, probabilities, name=f"imdb_{cfg.variant}")
+
+
+def _embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, position=None):
+    embedding = TokenAndPositionEmbedding(
+        vocab_size,
+        sequence_length,
+        cfg.embed_dim,
+        position=position,
+        mask_zero=False,  # the mask travels explicitly
+        name="embedding",
+    )
+    return embedding(token_ids)
+
+
+def _attention(cfg, token_ids, mask, vocab_size, sequence_length):
+    x = _embed(cfg, token_ids, vocab_size, sequence_length)
+    for i in range(2):
+        x = keras.layers.Attention(name=f"attention_{i}")([x, x], mask=[mask, mask])
+    return x
+
+
+def _mha(cfg, token_ids, mask, vocab_size, sequence_length):
+    x = _embed(cfg, token_ids, vocab_size, sequence_length)
+    pairs = attention_mask(mask, mask)  # (B, T, T)
+    for i in range(2):
+        x = keras.layers.MultiHeadAttention(
+            cfg.num_heads, cfg.embed_dim // cfg.num_heads, dropout=cfg.dropout, name=f"mha_{i}"
+        )(x, x, attention_mask=pairs)
+    return x
+
+
+def _block(cfg, token_ids, mask, vocab_size, sequence_length, position=None):
+    x = _embed(cfg, token_ids, vocab_size, sequence_length, position=position)
+    block = TransformerBlock(
+        cfg.embed_dim,
+        cfg.num_heads,
+        cfg.ff_dim,
+        dropout=cfg.dropout,
+        norm_first=cfg.norm_first,
+        name="transformer_block",
+    )
+    return block(x, padding_mask=mask)
+
+
+def _block_pos(cfg, token_ids, mask, vocab_size, sequence_length):
+    return _block(cfg, token_ids, mask, vocab_size, sequence_length, position="learned")
+
+
+def _encoder(cfg, token_ids, mask, vocab_size, sequence_length):
+    x = _embed(cfg, token_ids, vocab_size, sequence_length, position=cfg.position)
+    encoder = Encoder(
+        cfg.num_layers,
+        cfg.embed_dim,
+        cfg.num_heads,
+        cfg.ff_dim,
+        dropout=cfg.dropout,
+        norm_first=cfg.norm_first,
+        name="encoder",
+    )
+    return encoder(x, padding_mask=mask)
+
+
+_STACKS = {
+    "attention": _attention,
+    "mha": _mha,
+    "block": _block,
+    "block_pos": _block_pos,
+    "encoder": _encoder,
+}
+
+
+def build_end_to_end(vectorizer: keras.layers.Layer, classifier: keras.Model) -> keras.Model:
+    """Raw review strings (B,) to probabilities (B, 2): the vectorizer, then the classifier."""
+    texts = keras.Input(shape=(), dtype="string", name="review")
+    return keras.Model(texts, classifier(vectorizer(texts)), name="imdb_sentiment")

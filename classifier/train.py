@@ -1,0 +1,385 @@
+"""One training run, tracked in MLflow from the first epoch to the registered model.
+
+The run logs the flattened config as params, train/validation loss and accuracy and the epoch
+time per epoch (``step`` = epoch number, from 1), then restores the weights of the best
+validation epoch and logs test loss, accuracy, precision, recall, F1 and ROC-AUC. Artefacts:
+``config.yaml``, ``vocabulary.txt``, ``training_curves.png``, ``confusion_matrix.png``,
+``model.keras`` (raw strings in) and the pyfunc model ``model``, registered under
+``train.registered_model`` with the alias ``newest``.
+
+After every epoch a checkpoint (model with optimizer state, best weights, progress) is logged
+under ``checkpoint/``. Ctrl-C marks the run KILLED and a crash marks it FAILED; both keep the
+checkpoint, and ``train(..., resume=run_id)`` continues from it.
+
+Example:
+    >>> result = train(load_config("configs/smoke.yaml"))
+    >>> result.test_metrics["test_accuracy"]
+    0.78
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import keras
+import mlflow
+import numpy as np
+import tensorflow as tf
+import yaml
+
+from classifier import plots
+from classifier.config import Config, from_dict
+from classifier.data import (
+    LABELS,
+    ReviewVectorizer,
+    build_vectorizer,
+    load_raw_splits,
+    make_datasets,
+)
+from classifier.models.classifier import build_classifier, build_end_to_end
+from classifier.tracking import (
+    configure_tracking,
+    ensure_experiment,
+    git_commit,
+    log_pyfunc_model,
+)
+
+CHECKPOINT_DIR = "checkpoint"
+EXAMPLE_REVIEWS = [
+    "One of the best films I have seen in years: moving, funny and beautifully shot.",
+    "A dull, predictable plot and wooden acting. I wanted my two hours back.",
+]
+
+
+class TrainingInterrupted(Exception):
+    """Training was stopped with Ctrl-C; the run is KILLED and its checkpoint kept."""
+
+    def __init__(self, run_id: str):
+        super().__init__(
+            f"interrupted: run {run_id} marked KILLED, its last checkpoint is kept; "
+            f"continue with: classify train --resume {run_id}"
+        )
+        self.run_id = run_id
+
+
+class ResumeError(ValueError):
+    """The run to resume does not exist, is finished, or has no config."""
+
+
+@dataclass
+class TrainResult:
+    """What a finished run produced."""
+
+    run_id: str
+    test_metrics: dict[str, float]
+    best_epoch: int
+    epochs_run: int
+    model_version: str
+    history: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved with every checkpoint."""
+
+    epoch: int = 0  # completed epochs
+    best_epoch: int = 0
+    best_val_accuracy: float = -1.0
+    history: dict[str, list[float]] = field(default_factory=dict)
+
+
+def train(
+    cfg: Config | None = None, resume: str | None = None, echo: Callable[[str], None] = print
+) -> TrainResult:
+    """Train, evaluate, log and register one model.
+
+    Args:
+        cfg: the resolved config (ignored when resuming: the run's own config is used).
+        resume: id of a KILLED or FAILED run to continue from its last checkpoint.
+        echo: where progress lines go.
+
+    Raises:
+        TrainingInterrupted: on Ctrl-C (the run is marked KILLED).
+    """
+    configure_tracking()
+    quiet_libraries()
+    workdir = Path(tempfile.mkdtemp(prefix="classify-train-"))
+    if resume:
+        cfg, checkpoint = _load_resume_state(resume, workdir)
+    elif cfg is None:
+        raise ValueError("train() needs a config or a run to resume")
+    else:
+        checkpoint = None
+    keras.utils.set_random_seed(cfg.train.seed)
+    tf.config.experimental.enable_op_determinism()
+
+    raw = load_raw_splits(cfg.data)
+    if checkpoint:
+        vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
+        vectorizer = ReviewVectorizer(
+            cfg.data.vocab_size, cfg.data.sequence_length, cfg.data.truncate, vocabulary
+        )
+    else:
+        vectorizer = build_vectorizer(cfg.data, raw.train)
+    data = make_datasets(cfg.data, raw, vectorizer, seed=cfg.train.seed)
+    sizes = {name: int(split.cardinality()) for name, split in vars(raw).items()}
+
+    if checkpoint:
+        model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
+        progress = Progress(**json.loads((checkpoint / "progress.json").read_text()))
+        best_weights = checkpoint / "best.weights.h5"
+    else:
+        model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length)
+        model.compile(
+            optimizer=keras.optimizers.Adam(cfg.train.learning_rate),
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+        )
+        progress = Progress()
+        best_weights = None
+
+    ensure_experiment(cfg.experiment)
+    run_name = f"{cfg.model.variant}-seed{cfg.train.seed}"
+    with mlflow.start_run(run_id=resume, run_name=None if resume else run_name) as run:
+        run_id = run.info.run_id
+        try:
+            if not resume:
+                _log_run_inputs(cfg, model, sizes, vectorizer)
+            echo(
+                f"run {run_id}: {cfg.model.variant}, {model.count_params():,} parameters, "
+                f"{sizes['train']:,} training / {sizes['validation']:,} validation reviews"
+                + (f", resuming after epoch {progress.epoch}" if resume else "")
+            )
+            callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights)
+            started = time.perf_counter()
+            model.fit(
+                data.train,
+                validation_data=data.validation,
+                epochs=cfg.train.epochs,
+                initial_epoch=progress.epoch,
+                callbacks=[callback],
+                shuffle=False,  # the training pipeline shuffles, seeded
+                verbose=0,
+            )
+            train_seconds = time.perf_counter() - started
+            callback.restore_best(model)
+            result = _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id)
+            mlflow.log_metric("train_time_s", train_seconds)
+        except KeyboardInterrupt:
+            mlflow.end_run(status="KILLED")
+            raise TrainingInterrupted(run_id) from None
+    m = result.test_metrics
+    echo(
+        f"test accuracy {m['test_accuracy']:.4f}  F1 {m['test_f1']:.4f}  "
+        f"ROC-AUC {m['test_roc_auc']:.4f}  (best epoch {result.best_epoch} of "
+        f"{result.epochs_run}) - run {run_id}, model {cfg.train.registered_model} "
+        f"v{result.model_version}"
+    )
+    return result
+
+
+@contextlib.contextmanager
+def deferred_interrupt():
+    """Hold back Ctrl-C (SIGINT) until the block is done, then raise KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """Treat SIGTERM (``kill``, a closing terminal) like Ctrl-C: the run ends KILLED, not RUNNING."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def quiet_libraries() -> None:
+    """Silence library chatter that says nothing to a user of this tool."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    # Keras warns when an epoch ends exactly at the end of a finite tf.data pipeline.
+    warnings.filterwarnings("ignore", message="Your input ran out of data")
+
+
+class EpochTracker(keras.callbacks.Callback):
+    """Per epoch: a progress line, MLflow metrics, best-weights tracking, early stopping and a
+    checkpoint logged to the run's ``checkpoint/`` artefacts."""
+
+    def __init__(self, cfg, progress, vectorizer, workdir, echo, best_weights=None):
+        super().__init__()
+        self.cfg = cfg
+        self.progress = progress
+        self.echo = echo
+        self.dir = workdir / CHECKPOINT_DIR
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "vocabulary.txt").write_text("\n".join(vectorizer.get_vocabulary()))
+        self.best_path = self.dir / "best.weights.h5"
+        if best_weights is not None and Path(best_weights) != self.best_path:
+            self.best_path.write_bytes(Path(best_weights).read_bytes())
+        self._started = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = time.perf_counter() - self._started
+        number = epoch + 1
+        metrics = {
+            "train_loss": float(logs["loss"]),
+            "train_accuracy": float(logs["accuracy"]),
+            "val_loss": float(logs["val_loss"]),
+            "val_accuracy": float(logs["val_accuracy"]),
+            "epoch_time_s": seconds,
+        }
+        with deferred_interrupt():  # a Ctrl-C waits until the checkpoint is whole
+            mlflow.log_metrics(metrics, step=number)
+            progress = self.progress
+            for name, value in metrics.items():
+                progress.history.setdefault(name, []).append(value)
+            improved = metrics["val_accuracy"] > progress.best_val_accuracy
+            if improved:
+                progress.best_val_accuracy, progress.best_epoch = metrics["val_accuracy"], number
+                self.model.save_weights(self.best_path)
+            progress.epoch = number
+            self.echo(
+                f"epoch {number:>2}/{self.cfg.train.epochs}  loss {metrics['train_loss']:.4f}  "
+                f"acc {metrics['train_accuracy']:.4f}  val_loss {metrics['val_loss']:.4f}  "
+                f"val_acc {metrics['val_accuracy']:.4f}  {seconds:.1f}s"
+                + ("  *" if improved else "")
+            )
+            self.model.save(self.dir / "last.keras")
+            (self.dir / "progress.json").write_text(json.dumps(vars(progress)))
+            mlflow.log_artifacts(str(self.dir), CHECKPOINT_DIR)
+        patience = self.cfg.train.early_stopping_patience
+        if patience is not None and number - progress.best_epoch >= patience:
+            self.echo(f"early stopping: no better validation accuracy for {patience} epochs")
+            self.model.stop_training = True
+
+    def restore_best(self, model: keras.Model) -> None:
+        """Load the weights of the best validation epoch into ``model``."""
+        if self.best_path.is_file():
+            model.load_weights(self.best_path)
+
+
+def _load_resume_state(run_id: str, workdir: Path) -> tuple[Config, Path | None]:
+    client = mlflow.tracking.MlflowClient()
+    try:
+        run = client.get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        raise ResumeError(f"no run {run_id!r} in {mlflow.get_tracking_uri()}") from None
+    if run.info.status == "FINISHED":
+        raise ResumeError(f"run {run_id} already finished; nothing to resume")
+    names = {a.path for a in client.list_artifacts(run_id)}
+    if "config.yaml" not in names:
+        raise ResumeError(f"run {run_id} has no config.yaml artefact; it cannot be resumed")
+    config_path = mlflow.artifacts.download_artifacts(
+        run_id=run_id, artifact_path="config.yaml", dst_path=str(workdir)
+    )
+    cfg = from_dict(yaml.safe_load(Path(config_path).read_text()))
+    if CHECKPOINT_DIR not in names:
+        return cfg, None
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run_id, artifact_path=CHECKPOINT_DIR, dst_path=str(workdir / "resumed")
+    )
+    return cfg, Path(path)
+
+
+def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vectorizer) -> None:
+    mlflow.log_params(cfg.flat())
+    mlflow.log_params({f"data.{name}_reviews": size for name, size in sizes.items()})
+    mlflow.log_param("model.parameters", model.count_params())
+    mlflow.set_tags({"variant": cfg.model.variant, "git_commit": git_commit()})
+    mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")
+    mlflow.log_text("\n".join(vectorizer.get_vocabulary()), "vocabulary.txt")
+
+
+def _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id) -> TrainResult:
+    probabilities = model.predict(data.test, verbose=0)[:, 1]
+    labels = np.concatenate([y.numpy() for _, y in data.test])
+    metrics = classification_metrics(labels, probabilities)
+    mlflow.log_metrics(metrics)
+    mlflow.log_metrics(
+        {"best_epoch": progress.best_epoch, "best_val_accuracy": progress.best_val_accuracy}
+    )
+
+    curves = workdir / "training_curves.png"
+    plots.plot_training_curves(curves, progress.history, best_epoch=progress.best_epoch)
+    confusion = workdir / "confusion_matrix.png"
+    plots.plot_confusion_matrix(confusion, labels, probabilities >= 0.5, LABELS)
+    mlflow.log_artifact(str(curves))
+    mlflow.log_artifact(str(confusion))
+
+    end_to_end = build_end_to_end(vectorizer, model)
+    keras_path = workdir / "model.keras"
+    end_to_end.save(keras_path)
+    mlflow.log_artifact(str(keras_path))
+    version = log_pyfunc_model(keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS)
+    return TrainResult(
+        run_id=run_id,
+        test_metrics=metrics,
+        best_epoch=progress.best_epoch,
+        epochs_run=progress.epoch,
+        model_version=str(version.version),
+        history=progress.history,
+    )
+
+
+def classification_metrics(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
+    """Test loss (cross-entropy), accuracy, precision, recall, F1 and ROC-AUC of P(positive).
+
+    Example:
+        >>> classification_metrics(np.array([0, 1]), np.array([0.2, 0.9]))["test_accuracy"]
+        1.0
+    """
+    labels = np.asarray(labels).astype(int)
+    p = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-7, 1 - 1e-7)
+    predicted = (p >= 0.5).astype(int)
+    tp = int(np.sum((predicted == 1) & (labels == 1)))
+    fp = int(np.sum((predicted == 1) & (labels == 0)))
+    fn = int(np.sum((predicted == 0) & (labels == 1)))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    loss = -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    return {
+        "test_loss": float(loss),
+        "test_accuracy": float(np.mean(predicted == labels)),
+        "test_precision": precision,
+        "test_recall": recall,
+        "test_f1": f1,
+        "test_roc_auc": roc_auc(labels, p),
+    }
+
+
+def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve: P(score of a positive > score of a negative), ties count half."""
+    labels = np.asarray(labels).astype(bool)
+    positives, negatives = int(labels.sum()), int((~labels).sum())
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores), dtype=np.float64)
+    sorted_scores = np.asarray(scores)[order]
+    # Average ranks over ties.
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    average = first + (counts + 1) / 2.0
+    ranks[order] = np.repeat(average, counts)
+    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))

@@ -1,0 +1,53 @@
+"""From-scratch Transformer building blocks (Keras 3 layers, ``keras.ops`` only)."""
+
+from classifier.layers.attention import (
+    MultiHeadAttention,
+    attention_weights,
+    scaled_dot_product_attention,
+)
+from classifier.layers.decoder import Decoder, DecoderLayer
+from classifier.layers.encoder import Encoder, EncoderLayer, TransformerBlock
+from classifier.layers.feed_forward import FeedForward
+from classifier.layers.masks import (
+    attention_mask,
+    causal_mask,
+    combine_masks,
+    padding_mask,
+    to_keras_mask,
+    to_tutorial_mask,
+)
+from classifier.layers.normalization import AddNorm, LayerNormalization
+from classifier.layers.pooling import MaskedGlobalAveragePooling1D
+from classifier.layers.positional import (
+    POSITION_KINDS,
+    PositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    TokenAndPositionEmbedding,
+    sinusoidal_position_encoding,
+)
+
+__all__ = [
+    "POSITION_KINDS",
+    "AddNorm",
+    "Decoder",
+    "DecoderLayer",
+    "Encoder",
+    "EncoderLayer",
+    "FeedForward",
+    "LayerNormalization",
+    "MaskedGlobalAveragePooling1D",
+    "MultiHeadAttention",
+    "PositionalEmbedding",
+    "SinusoidalPositionalEncoding",
+    "TokenAndPositionEmbedding",
+    "TransformerBlock",
+    "attention_mask",
+    "attention_weights",
+    "causal_mask",
+    "combine_masks",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "sinusoidal_position_encoding",
+    "to_keras_mask",
+    "to_tutorial_mask",
+]

@@ -1,0 +1,337 @@
+"""Transformer encoder: one layer (``EncoderLayer``, alias ``TransformerBlock``) and a stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+
+from classifier.layers.attention import MultiHeadAttention
+from classifier.layers.feed_forward import FeedForward
+from classifier.layers.masks import attention_mask
+from classifier.layers.normalization import LayerNormalization
+
+__all__ = ["Encoder", "EncoderLayer", "TransformerBlock"]
+
+
+def _check_width(layer: keras.layers.Layer, shape: Any, d_model: int) -> None:
+    if shape[-1] is not None and shape[-1] != d_model:
+        raise ValueError(
+            f"Layer '{layer.name}' expects inputs of width d_model={d_model}, got shape {shape}."
+        )
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class EncoderLayer(keras.layers.Layer):
+    """One Transformer encoder layer: self-attention and feed-forward, each with a residual.
+
+    Post-LN (the paper, default)::
+
+        x = LayerNorm(x + Dropout(SelfAttention(x)))
+        x = LayerNorm(x + Dropout(FeedForward(x)))
+
+    Pre-LN (``norm_first=True``; more stable for deep stacks, needs a final LayerNorm, which
+    :class:`Encoder` adds)::
+
+        x = x + Dropout(SelfAttention(LayerNorm(x)))
+        x = x + Dropout(FeedForward(LayerNorm(x)))
+
+    Padded positions are excluded as keys and attend to nothing themselves (zero attention
+    output), so appending padding leaves the outputs at real positions unchanged.
+
+    Args:
+        d_model: width d of inputs and outputs.
+        num_heads: attention heads; must divide ``d_model``.
+        d_ff: inner width of the feed-forward sublayer.
+        dropout: dropout rate on each sublayer output (training only).
+        norm_first: pre-LN instead of post-LN.
+        activation: activation of the feed-forward sublayer.
+        epsilon: epsilon of the layer normalizations.
+        attention_dropout: dropout rate on the attention weights.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: (B, T, d) embedded inputs.
+        padding_mask: bool (B, T), ``True`` at real tokens. When ``None``, the Keras mask of
+            ``x`` (e.g. from ``TokenAndPositionEmbedding(mask_zero=True)``) is used.
+        training: whether dropout is active.
+        return_attention_scores: also return the self-attention weights.
+
+    Returns:
+        (B, T, d) tensor, or ``(output, weights)`` with weights (B, h, T, T).
+
+    Example:
+        >>> layer = EncoderLayer(d_model=64, num_heads=4, d_ff=128)
+        >>> y = layer(x, padding_mask=ids != 0)  # x: (B, T, 64)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017, section 3.1; Xiong et al.,
+        "On Layer Normalization in the Transformer Architecture", 2020 (pre-LN).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        activation: Any = "relu",
+        epsilon: float = 1e-6,
+        attention_dropout: float = 0.0,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.dropout = dropout
+        self.norm_first = norm_first
+        self.activation = keras.activations.get(activation)
+        self.epsilon = epsilon
+        self.attention_dropout = attention_dropout
+        self.supports_masking = True
+
+        policy = self.dtype_policy
+        self.self_attention = MultiHeadAttention(
+            d_model, num_heads, dropout=attention_dropout, name="self_attention", dtype=policy
+        )
+        self.attention_dropout_layer = keras.layers.Dropout(
+            dropout, name="attention_output_dropout", dtype=policy
+        )
+        self.attention_norm = LayerNormalization(epsilon, name="attention_norm", dtype=policy)
+        self.feed_forward = FeedForward(
+            d_model, d_ff, activation=self.activation, name="feed_forward", dtype=policy
+        )
+        self.feed_forward_dropout = keras.layers.Dropout(
+            dropout, name="feed_forward_dropout", dtype=policy
+        )
+        self.feed_forward_norm = LayerNormalization(epsilon, name="feed_forward_norm", dtype=policy)
+
+    def build(self, input_shape):
+        _check_width(self, input_shape, self.d_model)
+        self.self_attention.build(input_shape, input_shape)
+        self.attention_norm.build(input_shape)
+        self.feed_forward.build(input_shape)
+        self.feed_forward_norm.build(input_shape)
+
+    def call(
+        self,
+        x,
+        padding_mask=None,
+        training=None,
+        return_attention_scores=False,
+        mask=None,
+    ):
+        if padding_mask is None:
+            padding_mask = mask
+        attn_mask = attention_mask(padding_mask, padding_mask)
+
+        residual = x
+        h = self.attention_norm(x) if self.norm_first else x
+        h, weights = self.self_attention(
+            h, h, attention_mask=attn_mask, training=training, return_attention_scores=True
+        )
+        h = residual + self.attention_dropout_layer(h, training=training)
+        if not self.norm_first:
+            h = self.attention_norm(h)
+
+        residual = h
+        f = self.feed_forward_norm(h) if self.norm_first else h
+        f = self.feed_forward(f)
+        out = residual + self.feed_forward_dropout(f, training=training)
+        if not self.norm_first:
+            out = self.feed_forward_norm(out)
+
+        if return_attention_scores:
+            return out, weights
+        return out
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(
+            {
+                "d_model": self.d_model,
+                "num_heads": self.num_heads,
+                "d_ff": self.d_ff,
+                "dropout": self.dropout,
+                "norm_first": self.norm_first,
+                "activation": keras.activations.serialize(self.activation),
+                "epsilon": self.epsilon,
+                "attention_dropout": self.attention_dropout,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class TransformerBlock(EncoderLayer):
+    """The single encoder block of the keras-io IMDB example, with correct masking.
+
+    keras-io "Text classification with Transformer" computes
+    attention -> dropout -> add & norm -> feed-forward -> dropout -> add & norm, with
+    ``epsilon=1e-6``, but ignores padding. This block is :class:`EncoderLayer` (same arguments,
+    same computation): padding is masked out of the attention, either from ``padding_mask`` or
+    from the Keras mask of its input. Post-LN by default; ``norm_first=True`` gives pre-LN.
+
+    Args:
+        d_model: width d of inputs and outputs (``embed_dim`` in keras-io).
+        num_heads: attention heads; must divide ``d_model``.
+        d_ff: inner width of the feed-forward sublayer (``ff_dim`` in keras-io).
+        dropout: dropout rate on each sublayer output (``rate`` in keras-io).
+        norm_first: pre-LN instead of post-LN.
+        activation: activation of the feed-forward sublayer.
+        epsilon: epsilon of the layer normalizations.
+        attention_dropout: dropout rate on the attention weights.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: (B, T, d) embedded inputs.
+        padding_mask: bool (B, T), ``True`` at real tokens; defaults to the Keras mask of ``x``.
+        training: whether dropout is active.
+        return_attention_scores: also return the attention weights.
+
+    Returns:
+        (B, T, d) tensor, or ``(output, weights)`` with weights (B, h, T, T).
+
+    Example:
+        >>> inputs = keras.Input((200,), dtype="int32")
+        >>> x = TokenAndPositionEmbedding(20000, 200, 32)(inputs)  # carries the padding mask
+        >>> x = TransformerBlock(32, 2, 32)(x)
+        >>> x = MaskedGlobalAveragePooling1D()(x)
+
+    References:
+        https://keras.io/examples/nlp/text_classification_with_transformer/ ;
+        Vaswani et al., 2017.
+    """
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class Encoder(keras.layers.Layer):
+    """A stack of ``num_layers`` :class:`EncoderLayer` on embedded inputs.
+
+    With ``norm_first=True`` a final layer normalization follows the stack (pre-LN needs it).
+
+    Args:
+        num_layers: number of encoder layers N.
+        d_model: width d of inputs and outputs.
+        num_heads: attention heads; must divide ``d_model``.
+        d_ff: inner width of the feed-forward sublayers.
+        dropout: dropout rate on each sublayer output.
+        norm_first: pre-LN layers plus a final LayerNorm, instead of post-LN.
+        activation: activation of the feed-forward sublayers.
+        epsilon: epsilon of the layer normalizations.
+        attention_dropout: dropout rate on the attention weights.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: (B, T, d) embedded inputs (e.g. from :class:`TokenAndPositionEmbedding`).
+        padding_mask: bool (B, T), ``True`` at real tokens; defaults to the Keras mask of ``x``.
+        training: whether dropout is active.
+        return_attention_scores: also return the attention weights of every layer.
+
+    Returns:
+        (B, T, d) tensor, or ``(output, weights)`` where ``weights`` is a list of N tensors
+        (B, h, T, T), one per layer.
+
+    Example:
+        >>> encoder = Encoder(num_layers=2, d_model=64, num_heads=4, d_ff=128)
+        >>> y, weights = encoder(x, padding_mask=mask, return_attention_scores=True)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017, section 3.1.
+    """
+
+    def __init__(
+        self,
+        num_layers: int,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        activation: Any = "relu",
+        epsilon: float = 1e-6,
+        attention_dropout: float = 0.0,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}.")
+        self.num_layers = num_layers
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.dropout = dropout
+        self.norm_first = norm_first
+        self.activation = keras.activations.get(activation)
+        self.epsilon = epsilon
+        self.attention_dropout = attention_dropout
+        self.supports_masking = True
+
+        self.encoder_layers = [
+            EncoderLayer(
+                d_model,
+                num_heads,
+                d_ff,
+                dropout=dropout,
+                norm_first=norm_first,
+                activation=self.activation,
+                epsilon=epsilon,
+                attention_dropout=attention_dropout,
+                name=f"layer_{i}",
+                dtype=self.dtype_policy,
+            )
+            for i in range(num_layers)
+        ]
+        self.final_norm = (
+            LayerNormalization(epsilon, name="final_norm", dtype=self.dtype_policy)
+            if norm_first
+            else None
+        )
+
+    def build(self, input_shape):
+        _check_width(self, input_shape, self.d_model)
+        for layer in self.encoder_layers:
+            layer.build(input_shape)
+        if self.final_norm is not None:
+            self.final_norm.build(input_shape)
+
+    def call(
+        self,
+        x,
+        padding_mask=None,
+        training=None,
+        return_attention_scores=False,
+        mask=None,
+    ):
+        if padding_mask is None:
+            padding_mask = mask
+        all_weights = []
+        for layer in self.encoder_layers:
+            x, weights = layer(
+                x, padding_mask=padding_mask, training=training, return_attention_scores=True
+            )
+            all_weights.append(weights)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        if return_attention_scores:
+            return x, all_weights
+        return x
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update(
+            {
+                "num_layers": self.num_layers,
+                "d_model": self.d_model,
+                "num_heads": self.num_heads,
+                "d_ff": self.d_ff,
+                "dropout": self.dropout,
+                "norm_first": self.norm_first,
+                "activation": keras.activations.serialize(self.activation),
+                "epsilon": self.epsilon,
+                "attention_dropout": self.attention_dropout,
+            }
+        )
+        return config

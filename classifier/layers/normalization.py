@@ -1,0 +1,129 @@
+"""Layer normalization from scratch, and the residual "Add & Norm" sublayer connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+__all__ = ["AddNorm", "LayerNormalization"]
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class LayerNormalization(keras.layers.Layer):
+    """Layer normalization over the last axis, written out.
+
+    ``y = gamma * (x - mean) / sqrt(variance + epsilon) + beta`` with the mean and the (biased)
+    variance over the last axis. Note ``sqrt(variance + epsilon)``, not ``std + epsilon``: this
+    is what ``keras.layers.LayerNormalization`` computes, and it agrees with it to 1e-5.
+    Statistics are computed in float32, so float16 inputs do not overflow.
+
+    Args:
+        epsilon: added to the variance for numerical stability.
+        center: learn an offset ``beta``.
+        scale: learn a gain ``gamma``.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: (..., d) tensor.
+
+    Returns:
+        Tensor of the same shape and dtype (keeps the Keras mask of ``x``).
+
+    Example:
+        >>> y = LayerNormalization(epsilon=1e-6)(keras.random.normal((2, 10, 64)))
+
+    References:
+        Ba, Kiros and Hinton, "Layer Normalization", 2016.
+    """
+
+    def __init__(
+        self, epsilon: float = 1e-6, center: bool = True, scale: bool = True, **kwargs: Any
+    ):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+        self.center = center
+        self.scale = scale
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        dim = input_shape[-1]
+        self.gamma = (
+            self.add_weight(name="gamma", shape=(dim,), initializer="ones") if self.scale else None
+        )
+        self.beta = (
+            self.add_weight(name="beta", shape=(dim,), initializer="zeros") if self.center else None
+        )
+
+    def call(self, x):
+        x32 = ops.cast(x, "float32")
+        mean = ops.mean(x32, axis=-1, keepdims=True)
+        variance = ops.mean(ops.square(x32 - mean), axis=-1, keepdims=True)
+        y = (x32 - mean) * ops.rsqrt(variance + self.epsilon)
+        if self.gamma is not None:
+            y = y * ops.cast(self.gamma, "float32")
+        if self.beta is not None:
+            y = y + ops.cast(self.beta, "float32")
+        return ops.cast(y, self.compute_dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update({"epsilon": self.epsilon, "center": self.center, "scale": self.scale})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class AddNorm(keras.layers.Layer):
+    """Residual connection followed by layer normalization: ``LayerNorm(x + sublayer_output)``.
+
+    The post-LN sublayer connection of the paper. Apply dropout to ``sublayer_output`` before
+    calling it.
+
+    Args:
+        epsilon: epsilon of the :class:`LayerNormalization`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        x: (B, T, d) residual input.
+        sublayer_output: (B, T, d) output of the sublayer (attention or feed-forward).
+
+    Returns:
+        (B, T, d) tensor (keeps the Keras mask of ``x``).
+
+    Example:
+        >>> add_norm = AddNorm()
+        >>> y = add_norm(x, dropout(attention(x, x)))
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017, section 3.1 (LayerNorm(x + Sublayer(x))).
+    """
+
+    def __init__(self, epsilon: float = 1e-6, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.epsilon = epsilon
+        self.supports_masking = True
+        self.add = keras.layers.Add(name="add", dtype=self.dtype_policy)
+        self.layer_norm = LayerNormalization(
+            epsilon=epsilon, name="layer_norm", dtype=self.dtype_policy
+        )
+
+    def build(self, x_shape, sublayer_output_shape=None):
+        self.add.build(
+            [x_shape, x_shape if sublayer_output_shape is None else sublayer_output_shape]
+        )
+        self.layer_norm.build(x_shape)
+
+    def call(self, x, sublayer_output):
+        return self.layer_norm(self.add([x, sublayer_output]))
+
+    def compute_output_shape(self, x_shape, sublayer_output_shape=None):
+        return x_shape
+
+    def get_config(self) -> dict[str, Any]:
+        config = super().get_config()
+        config.update({"epsilon": self.epsilon})
+        return config

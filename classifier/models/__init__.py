@@ -1,0 +1,1 @@
+"""Model builders: the full encoder-decoder Transformer (and the classifiers)."""

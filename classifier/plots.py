@@ -1,0 +1,172 @@
+"""Figures written as PNG files with matplotlib's Agg canvas (no display, no pyplot state)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+__all__ = [
+    "plot_attention_heads",
+    "plot_confusion_matrix",
+    "plot_positional_encoding",
+    "plot_training_curves",
+]
+
+
+def _save(figure: Figure, path: str | Path) -> Path:
+    """Render ``figure`` with the Agg backend to ``path`` (parents created); return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(figure)
+    figure.savefig(path, format="png", dpi=100, bbox_inches="tight")
+    return path
+
+
+def plot_positional_encoding(
+    path: str | Path, length: int, d_model: int, max_wavelength: float = 10000.0
+) -> Path:
+    """Heatmap of the sinusoidal position-encoding table, as in the TensorFlow tutorial.
+
+    Args:
+        path: PNG file to write.
+        length: number of positions (rows).
+        d_model: encoding width (columns).
+        max_wavelength: the base of the sinusoids (10000 in the paper).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> plot_positional_encoding("artefacts/positional_encoding.png", 2048, 512)
+    """
+    from keras import ops
+
+    from classifier.layers.positional import sinusoidal_position_encoding
+
+    table = ops.convert_to_numpy(sinusoidal_position_encoding(length, d_model, max_wavelength))
+    figure = Figure(figsize=(8, 5))
+    axes = figure.add_subplot()
+    image = axes.pcolormesh(table.T, cmap="RdBu", vmin=-1.0, vmax=1.0)
+    axes.set_xlabel("Position")
+    axes.set_ylabel("Depth (even: sin, odd: cos)")
+    axes.set_title(f"Sinusoidal position encoding ({length} x {d_model})")
+    figure.colorbar(image, ax=axes)
+    return _save(figure, path)
+
+
+def plot_attention_heads(
+    path: str | Path,
+    weights: Any,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    max_columns: int = 4,
+) -> Path:
+    """Attention-weight heatmaps for one sequence: one panel per head, tokens on both axes.
+
+    Args:
+        path: PNG file to write.
+        weights: attention weights of one sequence, (h, T, S) or (T, S); a leading batch axis of
+            size 1, (1, h, T, S), is dropped.
+        query_tokens: T labels for the rows (queries).
+        key_tokens: S labels for the columns (keys).
+        max_columns: panels per row.
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> _, w = block(x[:1], return_attention_scores=True)  # (1, h, T, T)
+        >>> plot_attention_heads("attention.png", w, tokens, tokens)
+    """
+    weights = np.asarray(weights, dtype="float32")
+    if weights.ndim == 4 and weights.shape[0] == 1:
+        weights = weights[0]
+    if weights.ndim == 2:
+        weights = weights[None]
+    if weights.ndim != 3:
+        raise ValueError(f"Expected weights of shape (h, T, S), got {weights.shape}.")
+    heads, t, s = weights.shape
+    if len(query_tokens) != t or len(key_tokens) != s:
+        raise ValueError(
+            f"weights are (h={heads}, T={t}, S={s}) but got {len(query_tokens)} query tokens "
+            f"and {len(key_tokens)} key tokens."
+        )
+    columns = min(heads, max_columns)
+    rows = -(-heads // columns)
+    panel = max(2.5, 0.3 * max(t, s))
+    figure = Figure(figsize=(panel * columns + 1, panel * rows), layout="constrained")
+    image = None
+    for head in range(heads):
+        axes = figure.add_subplot(rows, columns, head + 1)
+        image = axes.matshow(weights[head], cmap="viridis", vmin=0.0, vmax=1.0)
+        axes.set_title(f"Head {head}")
+        axes.set_xticks(range(s), labels=list(key_tokens), rotation=90)
+        axes.set_yticks(range(t), labels=list(query_tokens))
+        axes.tick_params(labelsize=8)
+    figure.colorbar(image, ax=figure.axes, shrink=0.8)
+    return _save(figure, path)
+
+
+def plot_training_curves(
+    path: str | Path, history: dict[str, Sequence[float]], best_epoch: int | None = None
+) -> Path:
+    """Loss and accuracy per epoch, training and validation side by side.
+
+    Args:
+        path: PNG file to write.
+        history: ``train_loss``, ``val_loss``, ``train_accuracy``, ``val_accuracy`` per epoch.
+        best_epoch: epoch (from 1) to mark with a vertical line.
+
+    Example:
+        >>> plot_training_curves("curves.png", {"train_loss": [0.6, 0.4], "val_loss": [0.5, 0.45],
+        ...     "train_accuracy": [0.7, 0.8], "val_accuracy": [0.75, 0.78]}, best_epoch=2)
+    """
+    figure = Figure(figsize=(10, 4))
+    for index, metric in enumerate(("loss", "accuracy")):
+        axes = figure.add_subplot(1, 2, index + 1)
+        for split, style in (("train", "-o"), ("val", "-s")):
+            values = history.get(f"{split}_{metric}", [])
+            epochs = np.arange(1, len(values) + 1)
+            axes.plot(epochs, values, style, label="training" if split == "train" else "validation")
+        if best_epoch:
+            axes.axvline(best_epoch, color="grey", linestyle="--", label=f"best epoch {best_epoch}")
+        axes.set_xlabel("epoch")
+        axes.set_title(metric)
+        axes.grid(alpha=0.3)
+        axes.legend()
+    return _save(figure, path)
+
+
+def plot_confusion_matrix(
+    path: str | Path, labels: Sequence[int], predicted: Sequence[int], names: Sequence[str]
+) -> Path:
+    """Confusion matrix with counts and row percentages (rows: true label, columns: predicted).
+
+    Example:
+        >>> plot_confusion_matrix("cm.png", [0, 1, 1], [0, 1, 0], ["negative", "positive"])
+    """
+    labels, predicted = np.asarray(labels, int), np.asarray(predicted, int)
+    size = len(names)
+    counts = np.zeros((size, size), dtype=int)
+    np.add.at(counts, (labels, predicted), 1)
+    share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    figure = Figure(figsize=(4.5, 4))
+    axes = figure.add_subplot(1, 1, 1)
+    image = axes.imshow(share, cmap="Blues", vmin=0, vmax=1)
+    figure.colorbar(image, ax=axes, fraction=0.046)
+    for row in range(size):
+        for column in range(size):
+            colour = "white" if share[row, column] > 0.5 else "black"
+            text = f"{counts[row, column]:,}\n{share[row, column]:.1%}"
+            axes.text(column, row, text, ha="center", va="center", color=colour)
+    axes.set_xticks(range(size), names)
+    axes.set_yticks(range(size), names)
+    axes.set_xlabel("predicted")
+    axes.set_ylabel("true")
+    axes.set_title(f"accuracy {np.trace(counts) / max(counts.sum(), 1):.3f}")
+    return _save(figure, path)

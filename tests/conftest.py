@@ -141,3 +141,20 @@ def imdb_data_dir() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return found
+
+
+@pytest.fixture(scope="session")
+def smoke_run(imdb_data_dir, tmp_path_factory):
+    """``configs/smoke.yaml`` trained once on the real data into a temporary MLflow store.
+
+    Returns ``(tracking_uri, TrainResult)``; the model is registered as ``imdb-sentiment-smoke``.
+    """
+    from classifier.config import load_config
+    from classifier.train import train
+
+    uri = f"sqlite:///{tmp_path_factory.mktemp('smoke-mlflow') / 'mlflow.db'}"
+    cfg = load_config(ROOT / "configs" / "smoke.yaml", [f"data.data_dir={imdb_data_dir}"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", uri)
+        result = train(cfg, echo=lambda line: None)
+    return uri, result

@@ -20,6 +20,7 @@ from typing import Any
 import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
+from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 MODEL_ALIAS = "newest"  # alias of the newest registered version ("latest" is reserved by MLflow)
@@ -144,16 +145,21 @@ def log_pyfunc_model(keras_path: Path, registered_name: str, example: list[str])
         inputs=Schema([ColSpec("string")]),  # a list of review strings
         outputs=Schema([ColSpec("string", "label"), ColSpec("double", "positive_probability")]),
     )
-    info = mlflow.pyfunc.log_model(
-        name="model",
-        python_model=SentimentModel(),
-        artifacts={"keras_model": str(keras_path)},
-        code_paths=[str(PACKAGE_DIR)],
-        pip_requirements=runtime_requirements(),
-        signature=signature,
-        input_example=example,
-        registered_model_name=registered_name,
-    )
+    # MLflow prints 'Registered model ... Created version ...' itself; the caller reports it.
+    disable_logging()
+    try:
+        info = mlflow.pyfunc.log_model(
+            name="model",
+            python_model=SentimentModel(),
+            artifacts={"keras_model": str(keras_path)},
+            code_paths=[str(PACKAGE_DIR)],
+            pip_requirements=runtime_requirements(),
+            signature=signature,
+            input_example=example,
+            registered_model_name=registered_name,
+        )
+    finally:
+        enable_logging()
     client = MlflowClient()
     version = client.get_model_version(registered_name, info.registered_model_version)
     client.set_registered_model_alias(registered_name, MODEL_ALIAS, version.version)

@@ -100,14 +100,20 @@ class Progress:
 
 
 def train(
-    cfg: Config | None = None, resume: str | None = None, echo: Callable[[str], None] = print
+    cfg: Config | None = None,
+    resume: str | None = None,
+    echo: Callable[[str], None] = print,
+    tags: dict[str, str] | None = None,
 ) -> TrainResult:
     """Train, evaluate, log and register one model.
+
+    Started while another MLflow run is active (a sweep's parent run), the run is its child.
 
     Args:
         cfg: the resolved config (ignored when resuming: the run's own config is used).
         resume: id of a KILLED or FAILED run to continue from its last checkpoint.
         echo: where progress lines go.
+        tags: extra MLflow tags for a new run (a sweep tags its children).
 
     Raises:
         TrainingInterrupted: on Ctrl-C (the run is marked KILLED).
@@ -151,7 +157,9 @@ def train(
 
     ensure_experiment(cfg.experiment)
     run_name = f"{cfg.model.variant}-seed{cfg.train.seed}"
-    with mlflow.start_run(run_id=resume, run_name=None if resume else run_name) as run:
+    nested = mlflow.active_run() is not None
+    new_run = {} if resume else {"run_name": run_name, "tags": tags}
+    with mlflow.start_run(run_id=resume, nested=nested, **new_run) as run:
         run_id = run.info.run_id
         try:
             if not resume:
@@ -270,7 +278,8 @@ class EpochTracker(keras.callbacks.Callback):
             mlflow.log_artifacts(str(self.dir), CHECKPOINT_DIR)
         patience = self.cfg.train.early_stopping_patience
         if patience is not None and number - progress.best_epoch >= patience:
-            self.echo(f"early stopping: no better validation accuracy for {patience} epochs")
+            epochs = f"{patience} epoch{'s' if patience > 1 else ''}"
+            self.echo(f"early stopping: no better validation accuracy for {epochs}")
             self.model.stop_training = True
 
     def restore_best(self, model: keras.Model) -> None:
@@ -306,7 +315,9 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
     mlflow.log_params(cfg.flat())
     mlflow.log_params({f"data.{name}_reviews": size for name, size in sizes.items()})
     mlflow.log_param("model.parameters", model.count_params())
-    mlflow.set_tags({"variant": cfg.model.variant, "git_commit": git_commit()})
+    mlflow.set_tags(
+        {"variant": cfg.model.variant, "git_commit": git_commit(), "config_hash": cfg.config_hash()}
+    )
     mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")
     mlflow.log_text("\n".join(vectorizer.get_vocabulary()), "vocabulary.txt")
 

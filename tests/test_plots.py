@@ -2,7 +2,12 @@
 
 import numpy as np
 
-from classifier.plots import plot_attention_heads, plot_positional_encoding
+from classifier.plots import (
+    plot_attention_heads,
+    plot_confusion_matrix,
+    plot_positional_encoding,
+    plot_training_curves,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -31,3 +36,20 @@ def test_plot_attention_heads(tmp_path):
     _assert_png(
         plot_attention_heads(tmp_path / "one.png", weights[0, 0], list("abcd"), list("vwxyz"))
     )
+
+
+def test_plot_training_curves(tmp_path):
+    history = {
+        "train_loss": [0.6, 0.4, 0.3],
+        "val_loss": [0.5, 0.45, 0.47],
+        "train_accuracy": [0.7, 0.8, 0.9],
+        "val_accuracy": [0.75, 0.8, 0.79],
+    }
+    _assert_png(plot_training_curves(tmp_path / "curves.png", history, best_epoch=2))
+
+
+def test_plot_confusion_matrix(tmp_path):
+    path = plot_confusion_matrix(
+        tmp_path / "cm.png", [0, 0, 1, 1, 1], [0, 1, 1, 1, 0], ["negative", "positive"]
+    )
+    _assert_png(path)

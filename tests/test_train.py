@@ -41,6 +41,7 @@ def tiny_config(fixture_data_dir, *extra: str):
             "data.batch_size=16",
             "model.num_layers=1",
             f"train.epochs={EPOCHS}",
+            "train.early_stopping_patience=null",
             "train.learning_rate=0.01",
             f"train.registered_model={REGISTERED}",
             "experiment=fixture-runs",
@@ -86,6 +87,7 @@ def test_params_tags_and_metrics_are_logged(finished):
     assert int(params["model.parameters"]) > 1000
     assert run.data.tags["variant"] == "encoder"
     assert len(run.data.tags["git_commit"]) >= 7
+    assert run.data.tags["config_hash"] == cfg.config_hash()
     client = MlflowClient()
     for name in ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "epoch_time_s"):
         history = client.get_metric_history(result.run_id, name)
@@ -133,6 +135,16 @@ def test_a_second_run_gets_a_new_version_and_the_alias(store, fixture_data_dir, 
     assert int(second.model_version) == int(first.model_version) + 1
     newest = MlflowClient().get_model_version_by_alias(REGISTERED, "newest")
     assert newest.run_id == second.run_id
+
+
+def test_early_stopping_keeps_the_best_epoch(store, fixture_data_dir):
+    cfg = tiny_config(fixture_data_dir, "train.epochs=8", "train.early_stopping_patience=1")
+    lines: list[str] = []
+    result = train(cfg, echo=lines.append)
+    assert "early stopping: no better validation accuracy for 1 epoch" in lines
+    assert result.epochs_run == result.best_epoch + 1 < 8
+    history = result.history["val_accuracy"]
+    assert max(history) == history[result.best_epoch - 1]
 
 
 def test_classification_metrics_by_hand():

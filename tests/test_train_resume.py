@@ -40,6 +40,7 @@ def overrides(fixture_data_dir, epochs=EPOCHS, batch_size=2) -> list[str]:
         f"data.batch_size={batch_size}",  # many small steps: an epoch lasts long enough to stop
         "model.num_layers=1",
         f"train.epochs={epochs}",
+        "train.early_stopping_patience=null",  # every epoch runs
         "train.registered_model=imdb-resume-test",
         "experiment=resume-tests",
     ]

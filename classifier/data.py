@@ -31,6 +31,10 @@ VECTORIZE_BATCH = 1024
 
 _BREAK_TAG = r"<br\s*/?>"
 _PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
+# Control characters and Unicode line/paragraph separators (IMDB has cp1252 leftovers such as
+# \x85 and \x96): Keras saves the vocabulary one token per line and reads it back with
+# str.splitlines(), so a token holding one of these would not survive a .keras round trip.
+_CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
 
 
 class DataNotFoundError(RuntimeError):
@@ -124,13 +128,15 @@ def split_sizes(cfg: DataConfig) -> dict[str, int]:
 
 @keras.saving.register_keras_serializable(package="classifier")
 def standardize_review(text: tf.Tensor) -> tf.Tensor:
-    """Lowercase, turn ``<br />`` into spaces, drop apostrophes and other punctuation.
+    """Lowercase, turn control characters and ``<br />`` into spaces, drop apostrophes and
+    other punctuation.
 
     Example:
         >>> standardize_review(tf.constant("Don't miss it!<br />Great."))
         <tf.Tensor: ... numpy=b'dont miss it  great '>
     """
     text = tf.strings.lower(text)
+    text = tf.strings.regex_replace(text, _CONTROL, " ")
     text = tf.strings.regex_replace(text, _BREAK_TAG, " ")
     text = tf.strings.regex_replace(text, "'", "")
     return tf.strings.regex_replace(text, _PUNCTUATION, " ")

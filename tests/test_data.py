@@ -110,3 +110,19 @@ def test_missing_data_raises_one_line_naming_the_fix(tmp_path, cfg):
     message = str(raised.value)
     assert "\n" not in message
     assert "TFDS_DATA_DIR" in message and "--data-dir" in message and str(tmp_path) in message
+
+
+def test_vocabulary_with_line_separators_survives_keras_saving(tmp_path):
+    # IMDB holds cp1252 leftovers (\x85, \x96); Keras reads a saved vocabulary with
+    # str.splitlines(), which also breaks at \x85, \x1c-\x1e and U+2028/U+2029.
+    texts = ["good\x85bad film", "nice\u2028plot\x96twist", "end\x1cof\x0bline"]
+    vectorizer = ReviewVectorizer(50, 6, "tail")
+    vectorizer.adapt(tf.data.Dataset.from_tensor_slices(texts).batch(3))
+    assert all(len(token.splitlines()) <= 1 for token in vectorizer.get_vocabulary())
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, vectorizer(inputs))
+    model.save(tmp_path / "v.keras")
+    loaded = keras.models.load_model(tmp_path / "v.keras")
+    np.testing.assert_array_equal(
+        model(tf.constant(texts)).numpy(), loaded(tf.constant(texts)).numpy()
+    )

@@ -51,6 +51,7 @@ def _embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, p
         sequence_length,
         cfg.embed_dim,
         position=position,
+        scale=cfg.scale_embeddings,
         mask_zero=False,  # the mask travels explicitly
         name="embedding",
     )

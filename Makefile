@@ -41,14 +41,19 @@ format: $(STAMP) ## Format the code with ruff
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-sweep: $(STAMP) ## Run the variant sweep (not built yet)
-	@echo "make sweep: not built yet (issue: sweeps that compare the attention variants)" >&2; exit 1
+SPEC ?= configs/sweeps/variants.yaml
+PORT ?= 5000
 
-ui: $(STAMP) ## Start the MLflow UI on the local store (not built yet)
-	@echo "make ui: not built yet (issue: sweeps that compare the attention variants)" >&2; exit 1
+sweep: $(STAMP) ## Train every variant x 3 seeds on the full data (SPEC=configs/sweeps/quick.yaml: quick)
+	$(BIN)/classify sweep $(SPEC)
 
-predict: $(STAMP) ## Classify FILE with the newest registered model (not built yet)
-	@echo "make predict: not built yet (issue: classify predict)" >&2; exit 1
+ui: $(STAMP) ## Start the MLflow UI on mlflow.db, bound to 127.0.0.1 (PORT=5000)
+	@echo "MLflow UI: http://127.0.0.1:$(PORT)  (store: $(abspath mlflow.db); Ctrl-C stops it)"
+	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --default-artifact-root $(abspath mlruns) --host 127.0.0.1 --port $(PORT)
+
+predict: $(STAMP) ## Classify FILE with the newest registered model (make predict FILE=review.txt)
+	@if [ -z "$(FILE)" ]; then echo "usage: make predict FILE=path [FILE='a.txt b.txt']" >&2; exit 2; fi
+	$(BIN)/classify predict $(FILE)
 
 bench: $(STAMP) ## Run the benchmarks (not built yet)
 	@echo "make bench: not built yet (issue: benchmarks)" >&2; exit 1

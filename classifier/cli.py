@@ -137,6 +137,223 @@ def train(
         sys.exit(130)
 
 
+def model_option(command: Callable) -> Callable:
+    """``--model``: a saved model or an MLflow model URI; shared by predict and explain."""
+    return click.option(
+        "--model",
+        "model_spec",
+        metavar="PATH|URI",
+        help="A .keras file (or a folder holding one) or an MLflow URI: models:/NAME@ALIAS, "
+        "models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. Default: the newest version "
+        "of the registered imdb-sentiment in the tracking store ($MLFLOW_TRACKING_URI, else "
+        "mlflow.db in the project root).",
+    )(command)
+
+
+def _load_model(model_spec: str | None):
+    from classifier.predict import ModelError, load_model
+
+    try:
+        return load_model(model_spec)
+    except ModelError as error:
+        raise UserError(str(error)) from None
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@model_option
+@click.option(
+    "--per-line", is_flag=True, help="Each non-blank line is a review (default: each file is one)."
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="A review is positive when P(positive) >= this.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Reviews per model call.",
+)
+def predict(
+    files: tuple[str, ...],
+    model_spec: str | None,
+    per_line: bool,
+    output_format: str,
+    threshold: float,
+    batch_size: int,
+) -> None:
+    """Classify reviews in FILE... (- for stdin) as positive or negative.
+
+    Prints per review its source (file, or file:line with --per-line), the label and the
+    probability of positive. A bad input gets one line on stderr and the others are still
+    classified; the exit code is then 1 (2 for a usage error or no usable model).
+
+    \b
+    Examples:
+      classify predict review.txt other.txt
+      classify predict --per-line --format csv reviews.txt > predictions.csv
+      echo "A wonderful film." | classify predict --model models:/imdb-sentiment@newest -
+    """
+    from classifier.predict import classify_files
+
+    model = _load_model(model_spec)
+    failed = classify_files(
+        model,
+        files,
+        per_line=per_line,
+        output_format=output_format,
+        threshold=threshold,
+        batch_size=batch_size,
+        out=click.echo,
+        err=lambda line: click.echo(line, err=True),
+        stdin=click.get_binary_stream("stdin"),
+    )
+    sys.exit(1 if failed else 0)
+
+
+@cli.command()
+@click.argument("file")
+@model_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="File to write (default: FILE's name + .attention.png or .html, here).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["png", "html"]),
+    help="png, or a self-contained html page (default: from --output's extension, else png).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="The review is positive when P(positive) >= this.",
+)
+def explain(
+    file: str,
+    model_spec: str | None,
+    output: str | None,
+    output_format: str | None,
+    threshold: float,
+) -> None:
+    """Draw one review (FILE, or - for stdin) with its words shaded by the attention they
+    receive in the model's last attention layer (mean over heads), and the predicted label.
+
+    \b
+    Examples:
+      classify explain review.txt                  # writes review.txt.attention.png
+      classify explain review.txt -o review.html   # a self-contained HTML page
+      sed -n 3p reviews.txt | classify explain - -o third.png
+    """
+    from classifier.explain import explain_file, summary
+
+    model = _load_model(model_spec)
+    done = explain_file(
+        model,
+        file,
+        output=output,
+        output_format=output_format,
+        threshold=threshold,
+        err=lambda line: click.echo(line, err=True),
+        stdin=click.get_binary_stream("stdin"),
+    )
+    if done is None:
+        sys.exit(1)
+    click.echo(summary(*done))
+
+
+@cli.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List the numbered points (label, overrides, config hash) and exit; nothing is logged.",
+)
+def sweep(spec_path: str, dry_run: bool) -> None:
+    """Train every point of a sweep spec as nested MLflow runs under one parent run.
+
+    SPEC is a YAML file naming a base config, overrides, points and a grid (see
+    configs/sweeps/). The parent run gets the comparison table (CSV, Markdown), a test-accuracy
+    bar chart and a validation-accuracy chart. Running the same spec again skips finished
+    points and resumes interrupted ones; Ctrl-C marks the sweep KILLED (exit code 130).
+
+    \b
+    Examples:
+      classify sweep configs/sweeps/variants.yaml --dry-run
+      classify sweep configs/sweeps/quick.yaml
+    """
+    from classifier import sweep as sweeps
+
+    spec = sweeps.load_spec(spec_path)
+    points = sweeps.expand(spec)
+    if dry_run:
+        click.echo(sweeps.describe_points(spec, points))
+        return
+    from classifier.train import stop_on_sigterm
+
+    stop_on_sigterm()
+    try:
+        sweeps.run_sweep(spec, echo=click.echo)
+    except sweeps.SweepInterrupted as interrupted:
+        click.echo(str(interrupted), err=True)
+        sys.exit(130)
+
+
+@cli.command()
+@click.option(
+    "--experiment",
+    metavar="NAME",
+    help="Compare the finished runs of this experiment, sweep parents excluded "
+    "(default: imdb-classifier).",
+)
+@click.option("--sweep", "sweep_id", metavar="RUN_ID", help="Compare the children of this sweep.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "markdown", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+def compare(experiment: str | None, sweep_id: str | None, output_format: str) -> None:
+    """Print the comparison table of finished runs from MLflow: one row per variant.
+
+    Runs that differ only in the seed form one row: variant, seeds, key params, best validation
+    accuracy (mean), test accuracy (mean ± std), epochs, training time and parameter count.
+
+    \b
+    Examples:
+      classify compare --sweep 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+      classify compare --experiment imdb-sweeps --format markdown
+    """
+    from classifier import sweep as sweeps
+
+    if experiment and sweep_id:
+        raise UserError("give --experiment or --sweep, not both")
+    try:
+        rows = sweeps.compare(experiment=experiment, sweep_id=sweep_id)
+    except sweeps.SweepError as error:
+        raise UserError(str(error)) from None
+    click.echo(sweeps.format_comparison(rows, output_format))
+
+
 def main() -> None:
     """Entry point of the ``classify`` console script."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -14,7 +14,9 @@ __all__ = [
     "plot_attention_heads",
     "plot_confusion_matrix",
     "plot_positional_encoding",
+    "plot_test_accuracy_by_variant",
     "plot_training_curves",
+    "plot_validation_accuracy_by_variant",
 ]
 
 
@@ -169,4 +171,95 @@ def plot_confusion_matrix(
     axes.set_xlabel("predicted")
     axes.set_ylabel("true")
     axes.set_title(f"accuracy {np.trace(counts) / max(counts.sum(), 1):.3f}")
+    return _save(figure, path)
+
+
+def plot_test_accuracy_by_variant(
+    path: str | Path,
+    labels: Sequence[str],
+    means: Sequence[float],
+    stds: Sequence[float],
+    values: Sequence[Sequence[float]] | None = None,
+) -> Path:
+    """Bar chart of the mean test accuracy per variant, with ± std error bars over seeds.
+
+    Args:
+        path: PNG file to write.
+        labels: one name per bar (the variants of a sweep).
+        means: mean test accuracy per variant.
+        stds: its standard deviation over seeds (0 for one seed).
+        values: optional per-seed accuracies, drawn as dots on each bar.
+
+    Example:
+        >>> plot_test_accuracy_by_variant("test_accuracy.png", ["attention", "encoder"],
+        ...     [0.86, 0.87], [0.004, 0.002], values=[[0.855, 0.864], [0.868, 0.872]])
+    """
+    means, stds = np.asarray(means, dtype=float), np.asarray(stds, dtype=float)
+    positions = np.arange(len(labels))
+    figure = Figure(figsize=(max(6.0, 1.3 * len(labels) + 2), 4.5))
+    axes = figure.add_subplot()
+    colours = [f"C{i % 10}" for i in range(len(labels))]
+    axes.bar(positions, means, yerr=stds, capsize=6, color=colours, alpha=0.8, zorder=2)
+    for i, seeds in enumerate(values or []):
+        axes.plot([positions[i]] * len(seeds), seeds, "o", color="black", markersize=3, zorder=3)
+    for i, (mean, std) in enumerate(zip(means, stds, strict=True)):
+        axes.annotate(
+            f"{mean:.4f}\n± {std:.4f}",
+            (positions[i], mean + std),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+            fontsize=8,
+        )
+    # Accuracies sit close together: start the axis a little below the lowest bar.
+    low = min([*(means - stds), *[v for seeds in values or [] for v in seeds]], default=0.0)
+    high = max([*(means + stds), *[v for seeds in values or [] for v in seeds]], default=1.0)
+    margin = max(0.02, 0.1 * (high - low))
+    axes.set_ylim(max(0.0, low - margin), min(1.05, high + 3 * margin))
+    axes.set_xticks(positions, list(labels), rotation=20, ha="right")
+    axes.set_ylabel("test accuracy (mean ± std over seeds)")
+    axes.set_title("Test accuracy per variant")
+    axes.grid(axis="y", alpha=0.3, zorder=0)
+    return _save(figure, path)
+
+
+def plot_validation_accuracy_by_variant(
+    path: str | Path, curves: dict[str, Sequence[Sequence[float]]]
+) -> Path:
+    """Validation accuracy per epoch, one line per variant (the mean over its seeds, with a
+    ± std band where there are several).
+
+    Args:
+        path: PNG file to write.
+        curves: variant -> one ``val_accuracy`` list per seed (epoch 1 first); seeds that stopped
+            early count only for the epochs they ran.
+
+    Example:
+        >>> plot_validation_accuracy_by_variant("val_accuracy.png",
+        ...     {"attention": [[0.80, 0.84], [0.81, 0.85]], "encoder": [[0.82, 0.86, 0.87]]})
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    figure = Figure(figsize=(9, 5))
+    axes = figure.add_subplot()
+    for i, (label, seeds) in enumerate(curves.items()):
+        length = max((len(seed) for seed in seeds), default=0)
+        if not length:
+            continue
+        table = np.full((len(seeds), length), np.nan)
+        for row, seed in enumerate(seeds):
+            table[row, : len(seed)] = seed
+        mean = np.nanmean(table, axis=0)
+        std = np.nanstd(table, axis=0)
+        epochs = np.arange(1, length + 1)
+        colour = f"C{i % 10}"
+        axes.plot(epochs, mean, "-o", color=colour, markersize=3, label=label)
+        if len(seeds) > 1:
+            axes.fill_between(epochs, mean - std, mean + std, color=colour, alpha=0.15)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_xlabel("epoch")
+    axes.set_ylabel("validation accuracy (mean over seeds)")
+    axes.set_title("Validation accuracy per epoch")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
     return _save(figure, path)

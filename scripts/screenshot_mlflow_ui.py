@@ -1,0 +1,254 @@
+#!/usr/bin/env python
+"""Screenshot of the MLflow UI comparing a sweep's runs (chart view), for the README.
+
+It finds the sweep's parent run in the store (by default the newest run of
+``configs/sweeps/variants.yaml``, the sweep ``make sweep`` runs), saves a view of the
+experiment as the UI's own "share" button does (an experiment tag
+``mlflow.sharedViewState.<key>``: the sweep's child runs, all shown, grouped by variant with
+the mean over seeds; six charts: test accuracy, test ROC-AUC, training time, and training
+accuracy, validation accuracy and validation loss per epoch), starts ``mlflow ui`` on the
+store, drives headless Chromium (Debian's ``chromium`` package) to that view in chart mode,
+saves the PNG and stops the server by its PID. The view's URL is printed: the same view
+opens in ``make ui``.
+
+Needs a finished (or partly finished) sweep in the store and ``apt-get install chromium``.
+
+Usage:
+    .venv/bin/python scripts/screenshot_mlflow_ui.py                      # docs/mlflow-compare.png
+    .venv/bin/python scripts/screenshot_mlflow_ui.py --spec configs/sweeps/quick.yaml
+    .venv/bin/python scripts/screenshot_mlflow_ui.py --tracking-uri sqlite:////tmp/s/mlflow.db \\
+        --sweep 4f59b823659e48ad8025130c963e681d --output /tmp/compare.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+SHARED_VIEW_TAG = "mlflow.sharedViewState."  # what the UI's "share" button writes
+# Six charts (two rows) fill a 1600 x 1150 window. Chromium resolves *.localhost to the loopback address. Under a name other than localhost or
+# 127.0.0.1 the UI does not open its assistant panel over a third of the page; the server is
+# told to accept that name (Host header and same-origin POSTs) and stays bound to 127.0.0.1.
+BROWSER_HOST = "mlflow-ui.localhost"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--tracking-uri",
+        default=os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{ROOT / 'mlflow.db'}",
+        help="The SQLite store (default: $MLFLOW_TRACKING_URI, else mlflow.db in the project).",
+    )
+    parser.add_argument(
+        "--artifact-root",
+        help="--default-artifact-root for mlflow ui (default: mlruns/ beside the database).",
+    )
+    parser.add_argument(
+        "--spec",
+        default=str(ROOT / "configs" / "sweeps" / "variants.yaml"),
+        help="Find the newest parent run of this sweep spec (default: configs/sweeps/variants.yaml).",
+    )
+    parser.add_argument(
+        "--sweep", metavar="RUN_ID", help="The sweep's parent run (overrides --spec)."
+    )
+    parser.add_argument(
+        "--output", default=str(ROOT / "docs" / "mlflow-compare.png"), help="PNG to write."
+    )
+    parser.add_argument(
+        "--charts",
+        default="^(test_accuracy|test_roc_auc|train_accuracy|train_time_s|val_accuracy|val_loss)$",
+        help="Show the charts whose metric names match this regular expression.",
+    )
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--window-size", default="1600,1150", help="Width,height in pixels.")
+    parser.add_argument(
+        "--budget-ms", type=int, default=30000, help="Chromium's --virtual-time-budget."
+    )
+    args = parser.parse_args(argv)
+
+    if not args.tracking_uri.startswith("sqlite:///"):
+        parser.error("--tracking-uri must be a sqlite:/// store (mlflow ui is started on it)")
+    database = Path(args.tracking_uri.removeprefix("sqlite:///"))
+    if not database.is_file():
+        parser.error(f"no MLflow store at {database}; run `make sweep` first")
+    if shutil.which(args.chromium) is None:
+        parser.error(f"{args.chromium} not found; install it with: apt-get install -y chromium")
+    artifact_root = args.artifact_root or str(database.parent / "mlruns")
+
+    os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
+    experiment_id, parent_id = find_sweep(args.spec, args.sweep)
+    key = save_view(experiment_id, parent_id, args.charts)
+    route = f"/#/experiments/{experiment_id}/runs?viewStateShareKey={key}&compareRunsMode=CHART"
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    browser_base = f"http://{BROWSER_HOST}:{port}"
+    log_path = Path(tempfile.mkdtemp(prefix="mlflow-ui-")) / "server.log"
+    log = log_path.open("w")
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    env.pop("MLFLOW_TRACKING_URI")
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            "ui",
+            "--backend-store-uri",
+            args.tracking_uri,
+            "--default-artifact-root",
+            artifact_root,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--allowed-hosts",
+            f"{BROWSER_HOST}:{port},127.0.0.1:{port},localhost:{port}",
+            "--cors-allowed-origins",
+            browser_base,
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    print(f"mlflow ui (pid {server.pid}) on {base}, log {log_path}")
+    output = Path(args.output).resolve()
+    try:
+        wait_healthy(base, server, log_path)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        screenshot(args.chromium, browser_base + route, output, args.window_size, args.budget_ms)
+    finally:
+        stop(server)
+        log.close()
+    print(f"wrote {output} ({output.stat().st_size:,} bytes)")
+    print(f"the same view in `make ui`: http://127.0.0.1:5000{route}")
+    return 0
+
+
+def find_sweep(spec_path: str, sweep_id: str | None) -> tuple[str, str]:
+    """The experiment id and the parent run id of the sweep to show."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    from classifier.sweep import SPEC_HASH_TAG, expand, find_parent, load_spec, spec_hash
+    from classifier.tracking import configure_tracking
+
+    configure_tracking()
+    client = MlflowClient()
+    if sweep_id:
+        run = client.get_run(sweep_id)
+        if SPEC_HASH_TAG not in run.data.tags:
+            sys.exit(f"run {sweep_id} is not a sweep's parent run")
+        return run.info.experiment_id, sweep_id
+    points = expand(load_spec(spec_path))
+    experiment = client.get_experiment_by_name(points[0].config.experiment)
+    parent = experiment and find_parent(experiment.experiment_id, spec_hash(points))
+    if not parent:
+        sys.exit(f"no sweep of {spec_path} in {mlflow.get_tracking_uri()}; run it first")
+    return experiment.experiment_id, parent
+
+
+def save_view(experiment_id: str, parent_id: str, charts: str) -> str:
+    """Store the comparison view as a shared view of the experiment; return its key."""
+    from mlflow.tracking import MlflowClient
+
+    from classifier.sweep import LABEL_TAG, PARENT_TAG
+
+    state = {
+        "searchFilter": f"tags.{PARENT_TAG} = '{parent_id}'",
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": True,
+        "runsHiddenMode": "SHOW_ALL",
+        "groupBy": {
+            "aggregateFunction": "average",
+            "groupByKeys": [{"mode": "tag", "groupByData": LABEL_TAG}],
+        },
+        "useGroupedValuesInCharts": True,
+        "hideEmptyCharts": True,
+        "chartsSearchFilter": charts,
+    }
+    text = json.dumps(state, sort_keys=True)
+    key = "sweep-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    MlflowClient().set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, text)
+    return key
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(base: str, server: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            sys.exit(f"mlflow ui exited ({server.returncode}):\n{log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    sys.exit(f"mlflow ui was not healthy within {timeout:.0f} s; see {log}")
+
+
+def screenshot(chromium: str, url: str, output: Path, window_size: str, budget_ms: int) -> None:
+    """Let headless Chromium load ``url`` and write a PNG of the window."""
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        command = [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            f"--screenshot={output}",
+            f"--window-size={window_size}",
+            f"--virtual-time-budget={budget_ms}",
+            url,
+        ]
+        print(f"chromium: {url}")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    if done.returncode != 0 or not output.is_file():
+        sys.exit(f"chromium failed ({done.returncode}):\n{done.stderr[-2000:]}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Stop the server and its workers by its process group (its PID)."""
+    if server.poll() is not None:
+        return
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -107,19 +107,24 @@ def fixture_data_dir(tmp_path_factory) -> Path:
     return write_fixture_tfds(tmp_path_factory.mktemp("tfds"))
 
 
-@pytest.fixture
-def fixture_overrides(fixture_data_dir) -> list[str]:
+def fixture_data_overrides(data_dir, batch_size: int = 16) -> list[str]:
     """Config overrides that point a run at the fixture data, sized to it."""
     return [
-        f"data.data_dir={fixture_data_dir}",
+        f"data.data_dir={data_dir}",
         "data.download=false",
         "data.train_size=120",
         "data.val_size=40",
         "data.test_size=80",
         "data.vocab_size=64",
         "data.sequence_length=24",
-        "data.batch_size=16",
+        f"data.batch_size={batch_size}",
     ]
+
+
+@pytest.fixture
+def fixture_overrides(fixture_data_dir) -> list[str]:
+    """:func:`fixture_data_overrides` for the session's fixture data set."""
+    return fixture_data_overrides(fixture_data_dir)
 
 
 def real_data_dir() -> Path | None:

@@ -45,6 +45,7 @@ from classifier.predict import (
     read_reviews,
 )
 from classifier.train import train
+from tests.conftest import fixture_data_overrides
 
 POSITIVE = "a great and wonderful film, superb. loved it, brilliant and moving"
 NEGATIVE = "awful, boring and dull. a terrible waste, i hated the plot"
@@ -67,14 +68,7 @@ def trained(store, fixture_data_dir):
     cfg = load_config(
         None,
         [
-            f"data.data_dir={fixture_data_dir}",
-            "data.download=false",
-            "data.train_size=120",
-            "data.val_size=40",
-            "data.test_size=80",
-            "data.vocab_size=64",
-            "data.sequence_length=24",
-            "data.batch_size=16",
+            *fixture_data_overrides(fixture_data_dir),
             "model.num_layers=1",
             "train.epochs=4",
             "train.learning_rate=0.01",

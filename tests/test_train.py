@@ -12,6 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from classifier.config import load_config
 from classifier.train import classification_metrics, roc_auc, train
+from tests.conftest import fixture_data_overrides
 
 EPOCHS = 4
 REGISTERED = "imdb-sentiment-test"
@@ -31,14 +32,7 @@ def tiny_config(fixture_data_dir, *extra: str):
     return load_config(
         None,
         [
-            f"data.data_dir={fixture_data_dir}",
-            "data.download=false",
-            "data.train_size=120",
-            "data.val_size=40",
-            "data.test_size=80",
-            "data.vocab_size=64",
-            "data.sequence_length=24",
-            "data.batch_size=16",
+            *fixture_data_overrides(fixture_data_dir),
             "model.num_layers=1",
             f"train.epochs={EPOCHS}",
             "train.early_stopping_patience=null",
@@ -171,17 +165,7 @@ def test_cli_train_prints_epochs_and_summary(store, fixture_data_dir, tmp_path):
     config.write_text(
         "extends: {}\ntrain:\n  epochs: 2\n".format(Path("configs/smoke.yaml").resolve())
     )
-    sets = [
-        f"data.data_dir={fixture_data_dir}",
-        "data.download=false",
-        "data.train_size=120",
-        "data.val_size=40",
-        "data.test_size=80",
-        "data.vocab_size=64",
-        "data.sequence_length=24",
-        "data.batch_size=16",
-        f"train.registered_model={REGISTERED}",
-    ]
+    sets = [*fixture_data_overrides(fixture_data_dir), f"train.registered_model={REGISTERED}"]
     args = ["train", "--config", str(config), *[a for s in sets for a in ("--set", s)]]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output

@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 import classifier.train as training
 from classifier.cli import cli
 from classifier.train import ResumeError, train
+from tests.conftest import fixture_data_overrides
 
 EPOCHS = 8
 
@@ -29,15 +30,9 @@ def store(tmp_path, monkeypatch):
 
 
 def overrides(fixture_data_dir, epochs=EPOCHS, batch_size=2) -> list[str]:
+    # Many small steps (batch 2): an epoch lasts long enough to be interrupted in.
     return [
-        f"data.data_dir={fixture_data_dir}",
-        "data.download=false",
-        "data.train_size=120",
-        "data.val_size=40",
-        "data.test_size=80",
-        "data.vocab_size=64",
-        "data.sequence_length=24",
-        f"data.batch_size={batch_size}",  # many small steps: an epoch lasts long enough to stop
+        *fixture_data_overrides(fixture_data_dir, batch_size),
         "model.num_layers=1",
         f"train.epochs={epochs}",
         "train.early_stopping_patience=null",  # every epoch runs

@@ -54,12 +54,12 @@ class DataConfig:
 class ModelConfig:
     """Which classifier to build and its sizes."""
 
-    variant: str = "encoder"
+    variant: str = "attention"  # the best validation accuracy of the five (README: results)
     embed_dim: int = 16
     num_heads: int = 2
     ff_dim: int = 64
     num_layers: int = 2  # encoder layers (variant "encoder" only)
-    dropout: float = 0.3  # 0.1 overfits the encoder within 2-3 epochs; see README
+    dropout: float = 0.1
     position: str = "sinusoidal"  # positional signal of variant "encoder": sinusoidal | learned
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(embed_dim), as the paper
     norm_first: bool = False  # pre-LN instead of the paper's post-LN
@@ -69,7 +69,7 @@ class ModelConfig:
 class TrainConfig:
     """How one training run goes."""
 
-    epochs: int = 10
+    epochs: int = 20  # attention learns slowly; early stopping ends the others sooner
     learning_rate: float = 1e-3
     seed: int = 42
     early_stopping_patience: int | None = 3  # None: train all epochs; the best is kept

@@ -69,6 +69,7 @@ def trained(store, fixture_data_dir):
         None,
         [
             *fixture_data_overrides(fixture_data_dir),
+            "model.variant=encoder",
             "model.num_layers=1",
             "train.epochs=4",
             "train.learning_rate=0.01",

@@ -33,6 +33,7 @@ def tiny_config(fixture_data_dir, *extra: str):
         None,
         [
             *fixture_data_overrides(fixture_data_dir),
+            "model.variant=encoder",
             "model.num_layers=1",
             f"train.epochs={EPOCHS}",
             "train.early_stopping_patience=null",

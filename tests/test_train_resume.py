@@ -33,6 +33,7 @@ def overrides(fixture_data_dir, epochs=EPOCHS, batch_size=2) -> list[str]:
     # Many small steps (batch 2): an epoch lasts long enough to be interrupted in.
     return [
         *fixture_data_overrides(fixture_data_dir, batch_size),
+        "model.variant=encoder",
         "model.num_layers=1",
         f"train.epochs={epochs}",
         "train.early_stopping_patience=null",  # every epoch runs

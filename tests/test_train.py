@@ -177,3 +177,14 @@ def test_cli_train_prints_epochs_and_summary(store, fixture_data_dir, tmp_path):
     run = MlflowClient().get_run(run_id)
     assert run.data.params["experiment"] == "imdb-smoke"
     assert run.data.params["train.epochs"] == "2"
+
+
+def test_same_config_and_seed_give_the_same_metrics(store, fixture_data_dir):
+    cfg = tiny_config(fixture_data_dir, "train.epochs=2", "train.seed=7")
+    first, second = (train(cfg, echo=lambda line: None) for _ in range(2))
+    assert first.run_id != second.run_id
+    for name, values in first.history.items():
+        if name != "epoch_time_s":
+            np.testing.assert_allclose(second.history[name], values, atol=1e-3, err_msg=name)
+    for name, value in first.test_metrics.items():
+        assert second.test_metrics[name] == pytest.approx(value, abs=1e-3), name

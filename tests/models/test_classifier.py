@@ -62,9 +62,12 @@ def test_one_training_step_and_keras_round_trip(variant, tmp_path):
 
 
 def test_encoder_depth_and_position_come_from_the_config():
-    one = build_classifier(ModelConfig(num_layers=1, position="sinusoidal"), 100, 16)
-    three = build_classifier(ModelConfig(num_layers=3, position="sinusoidal"), 100, 16)
-    learned = build_classifier(ModelConfig(num_layers=1, position="learned"), 100, 16)
+    def encoder(**kwargs):
+        return build_classifier(ModelConfig(variant="encoder", **kwargs), 100, 16)
+
+    one = encoder(num_layers=1, position="sinusoidal")
+    three = encoder(num_layers=3, position="sinusoidal")
+    learned = encoder(num_layers=1, position="learned")
     assert len(three.get_layer("encoder").encoder_layers) == 3
     assert three.count_params() > one.count_params()
     assert learned.count_params() - one.count_params() == 16 * 16  # a learned table (T, d)

@@ -127,6 +127,15 @@ def fixture_overrides(fixture_data_dir) -> list[str]:
     return fixture_data_overrides(fixture_data_dir)
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A fresh SQLite tracking store for the test module, set as ``MLFLOW_TRACKING_URI``."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", uri)
+        yield uri
+
+
 def real_data_dir() -> Path | None:
     """The prepared IMDB copy: $TFDS_DATA_DIR, else ../shared/tensorflow_datasets, if it holds it."""
     candidates = [os.environ.get("TFDS_DATA_DIR"), ROOT.parent / "shared" / "tensorflow_datasets"]

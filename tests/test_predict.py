@@ -54,15 +54,6 @@ BIG = 50 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """A fresh SQLite tracking store for this module."""
-    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", uri)
-        yield uri
-
-
-@pytest.fixture(scope="module")
 def trained(store, fixture_data_dir):
     """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment``."""
     cfg = load_config(

@@ -80,16 +80,6 @@ def invoke(*args: str):
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """A fresh SQLite tracking store for this module."""
-    root = tmp_path_factory.mktemp("sweep-mlflow")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", uri)
-        yield uri
-
-
-@pytest.fixture(scope="module")
 def spec_path(tmp_path_factory, fixture_data_dir) -> Path:
     return write_spec(tmp_path_factory.mktemp("spec") / "tiny.yaml", spec_tree(fixture_data_dir))
 

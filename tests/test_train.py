@@ -18,16 +18,6 @@ EPOCHS = 4
 REGISTERED = "imdb-sentiment-test"
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """A fresh SQLite tracking store for this module."""
-    root = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", uri)
-        yield uri
-
-
 def tiny_config(fixture_data_dir, *extra: str):
     return load_config(
         None,

@@ -43,12 +43,15 @@ def attention_weights(query: Any, key: Any, mask: Any | None = None) -> Any:
     if mask is not None:
         mask = ops.cast(mask, "bool")
         logits = ops.where(mask, logits, _MASKED_LOGIT)
-    # Stable softmax written out (ops.softmax warns on a length-1 key axis, e.g. when decoding).
-    exp = ops.exp(logits - ops.max(logits, axis=-1, keepdims=True))
-    weights = exp / ops.sum(exp, axis=-1, keepdims=True)
+    if logits.shape[-1] == 1:  # a single key (step-by-step decoding): ops.softmax would warn
+        weights = ops.ones_like(logits)
+    else:
+        weights = ops.softmax(logits, axis=-1)  # one fused kernel, forward and backward
     if mask is None:
         return weights
-    return ops.where(mask, weights, 0.0)
+    # Masked keys already weigh exactly 0 (exp(-1e9) underflows). Only a query row with no key
+    # to attend would come out uniform: zero such rows with a (..., T, 1) factor.
+    return weights * ops.cast(ops.any(mask, axis=-1, keepdims=True), weights.dtype)
 
 
 def scaled_dot_product_attention(

@@ -48,6 +48,7 @@ class DataConfig:
     sequence_length: int = 256
     truncate: str = "tail"  # which end of a long review to keep: head | tail
     batch_size: int = 64  # 512 (the reference) learns far slower per epoch; see README
+    bucket_by_length: bool = True  # batch reviews of similar length, padded to the longest only
 
 
 @dataclass

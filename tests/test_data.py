@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from classifier.data import (
     DataNotFoundError,
     ReviewVectorizer,
     build_vectorizer,
+    length_buckets,
     load_raw_splits,
     load_unsupervised,
     make_datasets,
@@ -73,6 +76,7 @@ def test_vocabulary_comes_from_the_training_portion_only(cfg):
 
 
 def test_pipelines_batch_pad_and_shuffle_deterministically(cfg):
+    cfg = dataclasses.replace(cfg, bucket_by_length=False)
     raw = load_raw_splits(cfg)
     vectorizer = build_vectorizer(cfg, raw.train)
 
@@ -89,6 +93,48 @@ def test_pipelines_batch_pad_and_shuffle_deterministically(cfg):
     # Validation and test keep their order.
     ordered = [int(y) for _, y in raw.validation]
     assert np.concatenate([y.numpy() for _, y in data.validation]).tolist() == ordered
+
+
+def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cfg):
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+    plain = make_datasets(dataclasses.replace(cfg, bucket_by_length=False), raw, vectorizer, 1)
+    bucketed = make_datasets(cfg, raw, vectorizer, seed=1)
+
+    def reviews(dataset):  # every review as (ids without padding, label), sorted
+        return sorted(
+            (tuple(row[row != 0].tolist()), int(label))
+            for ids, labels in dataset
+            for row, label in zip(ids.numpy(), labels.numpy(), strict=True)
+        )
+
+    for split in ("train", "validation", "test"):
+        assert reviews(getattr(bucketed, split)) == reviews(getattr(plain, split))
+
+    bounds = length_buckets(cfg.sequence_length)
+    widths = set()
+    for ids, _ in bucketed.train:
+        lengths = np.count_nonzero(ids.numpy(), axis=1)
+        assert 1 <= ids.shape[0] <= cfg.batch_size
+        assert ids.shape[1] == lengths.max()  # padded to its longest review, not to T
+        assert len(set(np.searchsorted(bounds, lengths, side="right"))) == 1  # one bucket
+        widths.add(ids.shape[1])
+    assert len(widths) > 1 and max(widths) <= cfg.sequence_length
+
+    def order(data):
+        return [y.numpy().tolist() for _, y in data]
+
+    def first_epoch(seed):
+        return order(make_datasets(cfg, raw, vectorizer, seed=seed).train)
+
+    assert first_epoch(1) == first_epoch(1)  # seeded: the same batches
+    assert first_epoch(1) != first_epoch(2)
+    assert order(bucketed.validation) == order(bucketed.validation)  # evaluation passes agree
+
+
+def test_length_bucket_bounds():
+    assert length_buckets(256) == [33, 65, 97, 129, 161, 193, 225]
+    assert length_buckets(4) == [2, 3, 4]
 
 
 def test_vectorizer_saves_and_loads_in_keras_format(cfg, tmp_path):

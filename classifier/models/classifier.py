@@ -35,8 +35,12 @@ NUM_CLASSES = 2
 
 
 def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) -> keras.Model:
-    """Build the (uncompiled) classifier of ``cfg.variant`` on token ids of length T."""
-    token_ids = keras.Input(shape=(sequence_length,), dtype="int64", name="token_ids")
+    """Build the (uncompiled) classifier of ``cfg.variant`` on token ids of any length T.
+
+    ``sequence_length`` is the longest T (the size of a learned position table); shorter
+    batches, such as the length buckets of :func:`classifier.data.vectorize`, run as they are.
+    """
+    token_ids = keras.Input(shape=(None,), dtype="int64", name="token_ids")
     mask = padding_mask(token_ids)  # (B, T) bool, True = real token
     x = _STACKS[cfg.variant](cfg, token_ids, mask, vocab_size, sequence_length)
     x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)

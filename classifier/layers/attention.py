@@ -43,10 +43,10 @@ def attention_weights(query: Any, key: Any, mask: Any | None = None) -> Any:
     if mask is not None:
         mask = ops.cast(mask, "bool")
         logits = ops.where(mask, logits, _MASKED_LOGIT)
-    if logits.shape[-1] == 1:  # a single key (step-by-step decoding): ops.softmax would warn
-        weights = ops.ones_like(logits)
-    else:
-        weights = ops.softmax(logits, axis=-1)  # one fused kernel, forward and backward
+    # One fused softmax kernel, forward and backward; with a single key (step-by-step decoding)
+    # the weight is 1 and ops.softmax would only warn.
+    single_key = logits.shape[-1] == 1
+    weights = ops.ones_like(logits) if single_key else ops.softmax(logits, axis=-1)
     if mask is None:
         return weights
     # Masked keys already weigh exactly 0 (exp(-1e9) underflows). Only a query row with no key

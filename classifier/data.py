@@ -20,6 +20,7 @@ import string
 from dataclasses import dataclass
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
@@ -265,13 +266,22 @@ def vectorize(
     if not bucket_by_length:
         return ids.batch(batch_size).prefetch(tf.data.AUTOTUNE)
     boundaries = length_buckets(vectorizer.sequence_length)
+    trimmed = ids.map(_drop_padding)
+    # Each bucket yields ceil(reviews in it / batch_size) batches, whatever the order; stating
+    # the count lets Keras know the epoch length (no "ran out of data" warning). The counting
+    # pass also fills the cache, which the first epoch would do anyway.
+    lengths = np.concatenate(
+        [batch.numpy() for batch in trimmed.map(lambda t, _: tf.shape(t)[0]).batch(4096)]
+    )
+    per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
+    batches = int(np.sum(-(-per_bucket // batch_size)))
     return (
-        ids.map(_drop_padding)
-        .bucket_by_sequence_length(
+        trimmed.bucket_by_sequence_length(
             lambda token_ids, _: tf.shape(token_ids)[0],
             bucket_boundaries=boundaries,
             bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
         )
+        .apply(tf.data.experimental.assert_cardinality(batches))
         .prefetch(tf.data.AUTOTUNE)
     )
 

@@ -112,13 +112,15 @@ def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cf
         assert reviews(getattr(bucketed, split)) == reviews(getattr(plain, split))
 
     bounds = length_buckets(cfg.sequence_length)
-    widths = set()
+    widths, batches = set(), 0
     for ids, _ in bucketed.train:
         lengths = np.count_nonzero(ids.numpy(), axis=1)
         assert 1 <= ids.shape[0] <= cfg.batch_size
         assert ids.shape[1] == lengths.max()  # padded to its longest review, not to T
         assert len(set(np.searchsorted(bounds, lengths, side="right"))) == 1  # one bucket
         widths.add(ids.shape[1])
+        batches += 1
+    assert batches == int(bucketed.train.cardinality())  # the epoch length Keras is told
     assert len(widths) > 1 and max(widths) <= cfg.sequence_length
 
     def order(data):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import gc
 import io
 import json
 import os
@@ -21,6 +22,7 @@ import time
 import tracemalloc
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
 
 import keras
@@ -40,6 +42,7 @@ from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.predict import (
     DEFAULT_MODEL_NAME,
     Reporter,
+    Review,
     load_keras_model,
     predict_texts,
     read_reviews,
@@ -655,3 +658,131 @@ def test_predict_texts_takes_a_plain_list(model):
     assert probabilities[0] > 0.5 > probabilities[1]
     direct = model(tf.constant([POSITIVE]), training=False).numpy()[0, 1]
     assert probabilities[0] == pytest.approx(float(direct))
+
+
+# --- fast prediction: batches of similar lengths, trimmed to their longest review ------------
+
+
+def _texts_of_many_lengths(count: int, seed: int = 0) -> list[str]:
+    """Reviews from no word at all to several times ``sequence_length`` words, shuffled."""
+    rng = np.random.default_rng(seed)
+    words = ["great", "awful", "film", "the", "plot", "wonderful", "dull", "zyzzyva"]
+    texts = ["", "!!!", "great"]
+    for _ in range(count - len(texts)):
+        length = int(rng.choice([rng.integers(1, 6), rng.integers(6, 30), rng.integers(30, 80)]))
+        texts.append(" ".join(rng.choice(words, size=length)))
+    return [texts[i] for i in rng.permutation(len(texts))]
+
+
+def _direct(model: keras.Model, texts: list[str]) -> np.ndarray:
+    """P(positive) from the end-to-end model itself, every review padded to sequence_length."""
+    return model(tf.constant(texts), training=False).numpy()[:, 1]
+
+
+def _widths_seen(model: keras.Model, monkeypatch) -> list[tuple[int, int]]:
+    """Record the (B, T) shape of every batch that the classifier step gets."""
+    predictor = predict_module._predictor(model)
+    shapes: list[tuple[int, int]] = []
+    classify = predictor.classify
+
+    def spy(token_ids):
+        shapes.append(tuple(token_ids.shape))
+        return classify(token_ids)
+
+    monkeypatch.setattr(predictor, "classify", spy)
+    return shapes
+
+
+@pytest.mark.parametrize("variant", ["encoder", "block", "block_pos", "mha", "attention"])
+def test_trimmed_batches_give_the_end_to_end_probabilities(variant, monkeypatch):
+    model = _untrained(variant, sequence_length=24)
+    texts = _texts_of_many_lengths(90)
+    shapes = _widths_seen(model, monkeypatch)
+    probabilities = predict_texts(model, texts, batch_size=8)
+    np.testing.assert_allclose(probabilities, _direct(model, texts), rtol=0, atol=1e-5)
+    assert [batch for batch, _ in shapes] == [8] * 11 + [2]
+    widths = [width for _, width in shapes]
+    assert widths == sorted(widths) and widths[0] < 6 and widths[-1] == 24  # cut, then full
+
+
+def test_order_is_kept_across_very_different_lengths(model, monkeypatch):
+    short, long = "great", " ".join([NEGATIVE] * 10)  # 1 word; far over sequence_length
+    texts = [
+        (f"{POSITIVE} {i}" if i % 3 else long) if i % 2 else (short if i % 5 else NEGATIVE)
+        for i in range(300)
+    ]
+    shapes = _widths_seen(model, monkeypatch)
+    probabilities = predict_texts(model, texts, batch_size=16)
+    expected = _direct(model, texts)
+    np.testing.assert_allclose(probabilities, expected, rtol=0, atol=1e-5)
+    assert np.ptp(expected) > 0.1  # a review in the wrong place would show
+    assert {width for _, width in shapes} > {1, 24}  # short batches were trimmed
+
+
+def test_a_classifier_saved_with_a_fixed_length_is_trimmed_too(tmp_path, monkeypatch):
+    """Models saved before the classifiers took any length: same layers, any-length input."""
+    words = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
+    vectorizer = ReviewVectorizer(len(words) + 2, 24, "tail", words)
+    cfg = ModelConfig(variant="encoder", embed_dim=8, num_heads=2, ff_dim=8, num_layers=1)
+    fixed = keras.models.clone_model(
+        build_classifier(cfg, len(words) + 2, 24),
+        input_tensors=keras.Input(shape=(24,), dtype="int64", name="token_ids"),
+    )
+    build_end_to_end(vectorizer, fixed).save(tmp_path / "fixed.keras")
+    model = load_keras_model(tmp_path / "fixed.keras")
+    assert tuple(model.layers[-1].inputs[0].shape) == (None, 24)
+    texts = _texts_of_many_lengths(40, seed=1)
+    shapes = _widths_seen(model, monkeypatch)
+    probabilities = predict_texts(model, texts, batch_size=8)
+    np.testing.assert_allclose(probabilities, _direct(model, texts), rtol=0, atol=1e-5)
+    assert min(width for _, width in shapes) < 24
+
+
+def test_another_end_to_end_model_runs_whole():
+    """Anything but ``classifier(vectorizer(texts))`` is run as it is, texts in."""
+    inner = _untrained("attention", sequence_length=24)
+    texts = keras.Input(shape=(), dtype="string")
+    sharper = keras.layers.Activation("softmax")(inner(texts) * 3.0)
+    model = keras.Model(texts, sharper)
+    assert isinstance(predict_module._predictor(model), predict_module._EndToEnd)
+    reviews = _texts_of_many_lengths(20)
+    probabilities = predict_texts(model, reviews, batch_size=6)
+    np.testing.assert_allclose(probabilities, _direct(model, reviews), rtol=0, atol=1e-6)
+
+
+def test_the_cache_does_not_keep_a_model_alive():
+    model = _untrained("attention")
+    predict_texts(model, ["great film", "dull"])
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
+
+
+def test_token_counts_and_length_sorted_batches():
+    ids = np.array([[5, 3, 0, 0], [0, 0, 0, 0], [2, 2, 2, 2], [7, 0, 0, 0], [4, 1, 9, 0]])
+    lengths = predict_module.token_counts(ids)
+    assert lengths.tolist() == [2, 0, 4, 1, 3]
+    batches = list(predict_module.length_sorted_batches(lengths, 2))
+    assert [(rows.tolist(), width) for rows, width in batches] == [
+        ([1, 3], 1),  # no token at all: one column of padding
+        ([0, 4], 3),
+        ([2], 4),
+    ]
+
+
+def test_results_start_after_the_first_chunk(model):
+    """Reviews are read a chunk at a time: the first results come before the rest is read."""
+    read: list[int] = []
+
+    def reviews():
+        for number in range(1, 1001):
+            read.append(number)
+            yield Review(f"r:{number}", POSITIVE if number % 2 else NEGATIVE)
+
+    predictions = predict_module.classify(model, reviews(), batch_size=64)
+    first = next(predictions)
+    assert first.source == "r:1" and len(read) == predict_module.FIRST_CHUNK
+    rest = list(predictions)
+    assert [p.source for p in [first, *rest]] == [f"r:{n}" for n in range(1, 1001)]
+    assert [p.label for p in rest[:2]] == ["negative", "positive"]

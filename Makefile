@@ -55,8 +55,14 @@ predict: $(STAMP) ## Classify FILE with the newest registered model (make predic
 	@if [ -z "$(FILE)" ]; then echo "usage: make predict FILE=path [FILE='a.txt b.txt']" >&2; exit 2; fi
 	$(BIN)/classify predict $(FILE)
 
-bench: $(STAMP) ## Run the benchmarks (not built yet)
-	@echo "make bench: not built yet (issue: benchmarks)" >&2; exit 1
+BENCHMARKS := attention_kernels train_throughput predict_throughput
+BENCH_OUT = benchmarks/results$(if $(QUICK),-quick).md
+
+bench: $(STAMP) ## Run the benchmarks, tables into benchmarks/results.md (QUICK=1: minutes)
+	@set -o pipefail; for name in $(BENCHMARKS); do \
+		$(BIN)/python benchmarks/$$name.py $(if $(QUICK),--quick) || exit 1; echo; \
+	done | tee $(BENCH_OUT)
+	@echo "tables written to $(BENCH_OUT)"
 
 clean: ## Remove the virtual environment and caches (keeps mlflow.db and mlruns/)
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

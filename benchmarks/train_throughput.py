@@ -33,6 +33,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -163,8 +164,8 @@ class Contender:
 
     name: str
     model: keras.Model
-    fit_epoch: object
-    evaluate: object
+    fit_epoch: Callable[[int], None]
+    evaluate: Callable[[], float]
     timer: EpochTimer
 
 

@@ -1,6 +1,7 @@
 """From-scratch Transformer building blocks (Keras 3 layers, ``keras.ops`` only)."""
 
 from classifier.layers.attention import (
+    MaskedAttention,
     MultiHeadAttention,
     attention_weights,
     scaled_dot_product_attention,
@@ -35,6 +36,7 @@ __all__ = [
     "EncoderLayer",
     "FeedForward",
     "LayerNormalization",
+    "MaskedAttention",
     "MaskedGlobalAveragePooling1D",
     "MultiHeadAttention",
     "PositionalEmbedding",

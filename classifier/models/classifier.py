@@ -6,7 +6,7 @@ softmax head. The padding mask (id 0 = padding) is computed once and passed expl
 
 | variant     | stack                                                                 |
 |-------------|-----------------------------------------------------------------------|
-| attention   | Embedding, ``keras.layers.Attention`` x2 (the reference raw-attention)  |
+| attention   | Embedding, ``keras.layers.Attention`` x2 (as :class:`MaskedAttention`) |
 | mha         | Embedding, ``keras.layers.MultiHeadAttention`` x2                      |
 | block       | Embedding, our TransformerBlock (no position information)             |
 | block_pos   | Embedding + learned positions, our TransformerBlock                   |
@@ -24,6 +24,7 @@ import keras
 from classifier.config import ModelConfig
 from classifier.layers import (
     Encoder,
+    MaskedAttention,
     MaskedGlobalAveragePooling1D,
     TokenAndPositionEmbedding,
     TransformerBlock,
@@ -65,7 +66,7 @@ def _embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, p
 def _attention(cfg, token_ids, mask, vocab_size, sequence_length):
     x = _embed(cfg, token_ids, vocab_size, sequence_length)
     for i in range(2):
-        x = keras.layers.Attention(name=f"attention_{i}")([x, x], mask=[mask, mask])
+        x = MaskedAttention(name=f"attention_{i}")([x, x], mask=[mask, mask])
     return x
 
 

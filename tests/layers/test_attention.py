@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from classifier.layers import MultiHeadAttention, scaled_dot_product_attention
+from classifier.layers import MaskedAttention, MultiHeadAttention, scaled_dot_product_attention
 from classifier.layers.masks import attention_mask, causal_mask, padding_mask
 from tests.layer_checks import run_layer_test
 
@@ -155,3 +155,71 @@ def test_mha_mixed_precision_fully_masked_row_has_no_nan():
         np.testing.assert_array_equal(_np(ops.cast(weights, "float32"))[1], 0.0)
     finally:
         keras.mixed_precision.set_global_policy(previous)
+
+
+# --- MaskedAttention: keras.layers.Attention with masks applied by arithmetic -----------------
+
+
+def _attention_pair(**kwargs):
+    """A keras.layers.Attention and a MaskedAttention with the same weights."""
+    theirs, ours = keras.layers.Attention(**kwargs), MaskedAttention(**kwargs)
+    x = _random(1, 2, 4)
+    theirs([x, x]), ours([x, x])
+    ours.set_weights(theirs.get_weights())
+    return theirs, ours
+
+
+@pytest.mark.parametrize(
+    "kwargs, causal",
+    [({}, False), ({"use_scale": True}, False), ({"score_mode": "concat"}, False), ({}, True)],
+)
+def test_masked_attention_equals_keras_attention_with_masks(kwargs, causal):
+    import tensorflow as tf  # the backend: gradients of both layers
+
+    theirs, ours = _attention_pair(**kwargs)
+    query, value = tf.constant(_random(3, 5, 4)), tf.constant(_random(3, 6, 4))
+    query_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=bool)
+    value_mask = np.array([[1] * 6, [1, 1, 1, 1, 0, 0], [0] * 6], dtype=bool)  # row 3: all padding
+    results = []
+    for layer in (theirs, ours):
+        with tf.GradientTape() as tape:
+            tape.watch([query, value])
+            out, weights = layer(
+                [query, value],
+                mask=[query_mask, value_mask],
+                return_attention_scores=True,
+                use_causal_mask=causal,
+            )
+            loss = tf.reduce_sum(out * np.arange(1, 5, dtype="float32"))
+        grads = tape.gradient(loss, [query, value, *layer.trainable_weights])
+        results.append([_np(out), _np(weights), *(_np(g) for g in grads)])
+    for theirs_value, ours_value in zip(*results, strict=True):
+        np.testing.assert_array_equal(ours_value, theirs_value)
+    out = results[1][0]
+    np.testing.assert_array_equal(out[~query_mask], 0.0)  # masked queries: zero output
+    assert isinstance(ours, keras.layers.Attention)
+
+
+def test_masked_attention_ignores_what_the_mask_hides():
+    layer = MaskedAttention()
+    x = _random(1, 4, 8)
+    changed = x.copy()
+    changed[0, 2:] = 100.0  # the padded positions hold garbage
+    mask = np.array([[True, True, False, False]])
+    out, noisy = (_np(layer([v, v], mask=[mask, mask])) for v in (x, changed))
+    np.testing.assert_allclose(noisy[0, :2], out[0, :2], atol=1e-6)
+    np.testing.assert_array_equal(noisy[0, 2:], 0.0)
+
+
+def test_masked_attention_saves_and_loads(tmp_path):
+    tokens = keras.Input(shape=(None, 4))
+    mask = keras.Input(shape=(None,), dtype="bool")
+    out = MaskedAttention(use_scale=True, name="att")([tokens, tokens], mask=[mask, mask])
+    model = keras.Model([tokens, mask], out)
+    x, m = _random(2, 5, 4), np.array([[1, 1, 1, 0, 0], [1] * 5], dtype=bool)
+    path = tmp_path / "attention.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded.get_layer("att")) is MaskedAttention
+    assert loaded.get_layer("att").get_config() == model.get_layer("att").get_config()
+    np.testing.assert_array_equal(_np(loaded([x, m])), _np(model([x, m])))

@@ -223,3 +223,13 @@ def test_masked_attention_saves_and_loads(tmp_path):
     assert type(loaded.get_layer("att")) is MaskedAttention
     assert loaded.get_layer("att").get_config() == model.get_layer("att").get_config()
     np.testing.assert_array_equal(_np(loaded([x, m])), _np(model([x, m])))
+
+
+def test_masked_attention_rejects_masks_as_keras_does():
+    x = _random(1, 3, 4)
+    mask = np.array([[True, True, False]])
+    for bad in (mask, [mask]):
+        with pytest.raises(ValueError, match="mask"):
+            MaskedAttention()([x, x], mask=bad)
+    out = MaskedAttention()([x, x, x], mask=[mask, mask, mask])  # a key mask is allowed, unused
+    np.testing.assert_array_equal(_np(out)[0, 2], 0.0)

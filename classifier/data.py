@@ -270,14 +270,12 @@ def vectorize(
     # Each bucket yields ceil(reviews in it / batch_size) batches, whatever the order; stating
     # the count lets Keras know the epoch length (no "ran out of data" warning). The counting
     # pass also fills the cache, which the first epoch would do anyway.
-    lengths = np.concatenate(
-        [batch.numpy() for batch in trimmed.map(lambda t, _: tf.shape(t)[0]).batch(4096)]
-    )
+    lengths = np.concatenate([batch.numpy() for batch in trimmed.map(_length).batch(4096)])
     per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
     batches = int(np.sum(-(-per_bucket // batch_size)))
     return (
         trimmed.bucket_by_sequence_length(
-            lambda token_ids, _: tf.shape(token_ids)[0],
+            _length,  # the same length as counted above
             bucket_boundaries=boundaries,
             bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
         )
@@ -295,6 +293,11 @@ def length_buckets(sequence_length: int, buckets: int = 8) -> list[int]:
     """
     width = max(1, sequence_length // buckets)
     return [bound + 1 for bound in range(width, sequence_length - width + 1, width)]
+
+
+def _length(token_ids: tf.Tensor, label: tf.Tensor) -> tf.Tensor:
+    """The length of one trimmed review: what picks its bucket."""
+    return tf.shape(token_ids)[0]
 
 
 def _drop_padding(token_ids: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:

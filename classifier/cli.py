@@ -11,35 +11,20 @@ from collections.abc import Callable
 
 import click
 
-from classifier.config import Config, ConfigError, load_config
-
-#: Errors a user can fix; anything else is a bug and keeps its traceback.
-USER_ERRORS: tuple[type[Exception], ...] = (ConfigError,)
-
-
-class UserError(Exception):
-    """A problem with the user's input, reported as one line with exit code 2."""
+from classifier.config import Config, load_config
+from classifier.errors import UserError
 
 
 class ClassifyGroup(click.Group):
-    """A click group that turns user errors into one line on stderr and exit code 2."""
+    """A click group that turns a :class:`~classifier.errors.UserError` into one line on stderr
+    and its exit code (2); anything else is a bug and keeps its traceback."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (UserError, *USER_ERRORS, *_lazy_user_errors()) as error:
+        except UserError as error:
             click.echo(f"classify: error: {error}", err=True)
-            ctx.exit(2)
-
-
-def _lazy_user_errors() -> tuple[type[Exception], ...]:
-    # Importing TensorFlow costs seconds; only look at modules that a command already imported.
-    errors: tuple[type[Exception], ...] = ()
-    if data := sys.modules.get("classifier.data"):
-        errors += (data.DataNotFoundError,)
-    if train := sys.modules.get("classifier.train"):
-        errors += (train.ResumeError,)
-    return errors
+            ctx.exit(error.exit_code)
 
 
 def config_options(command: Callable) -> Callable:
@@ -151,12 +136,9 @@ def model_option(command: Callable) -> Callable:
 
 
 def _load_model(model_spec: str | None):
-    from classifier.predict import ModelError, load_model
+    from classifier.predict import load_model
 
-    try:
-        return load_model(model_spec)
-    except ModelError as error:
-        raise UserError(str(error)) from None
+    return load_model(model_spec)
 
 
 @cli.command()
@@ -347,10 +329,7 @@ def compare(experiment: str | None, sweep_id: str | None, output_format: str) ->
 
     if experiment and sweep_id:
         raise UserError("give --experiment or --sweep, not both")
-    try:
-        rows = sweeps.compare(experiment=experiment, sweep_id=sweep_id)
-    except sweeps.SweepError as error:
-        raise UserError(str(error)) from None
+    rows = sweeps.compare(experiment=experiment, sweep_id=sweep_id)
     click.echo(sweeps.format_comparison(rows, output_format))
 
 

@@ -23,16 +23,14 @@ from typing import Any
 
 import yaml
 
+from classifier.errors import ConfigError
+
 VARIANTS = ("attention", "mha", "block", "block_pos", "encoder")
 POSITIONS = ("sinusoidal", "learned")
 TRUNCATE_SIDES = ("head", "tail")
 #: Size of the TFDS ``train`` split, from which both training and validation reviews are taken.
 IMDB_TRAIN_REVIEWS = 25_000
 IMDB_TEST_REVIEWS = 25_000
-
-
-class ConfigError(ValueError):
-    """A configuration key, type or value is wrong; the message names the key and the value."""
 
 
 @dataclass

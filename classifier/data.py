@@ -25,6 +25,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from classifier.config import IMDB_TRAIN_REVIEWS, DataConfig
+from classifier.errors import DataNotFoundError
 
 DATASET = "imdb_reviews"
 LABELS = ("negative", "positive")  # label 0, label 1
@@ -36,10 +37,6 @@ _PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
 # \x85 and \x96): Keras saves the vocabulary one token per line and reads it back with
 # str.splitlines(), so a token holding one of these would not survive a .keras round trip.
 _CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
-
-
-class DataNotFoundError(RuntimeError):
-    """The IMDB data is neither in the data directory nor downloadable."""
 
 
 @dataclass(frozen=True)

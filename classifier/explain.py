@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.data import LABELS, standardize_review
+from classifier.errors import ExplainError
 from classifier.layers import attention_mask, padding_mask
 from classifier.predict import (
     DEFAULT_THRESHOLD,
@@ -46,10 +47,6 @@ OUTPUT_FORMATS = ("png", "html")
 LABEL_COLOURS = {"positive": "#1a7f37", "negative": "#b42318"}
 COLOUR_MAP = "Oranges"
 TOP_WORDS = 15
-
-
-class ExplainError(Exception):
-    """The model has no attention layer that can be replayed, or the review has no words."""
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ import classifier.data  # noqa: F401 - registers ReviewVectorizer and standardiz
 import classifier.layers  # noqa: F401 - registers the custom layers
 from classifier.config import TrainConfig
 from classifier.data import LABELS, VECTORIZE_BATCH, ReviewVectorizer
+from classifier.errors import ModelError
 
 DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
 LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
@@ -65,10 +66,6 @@ BYTES_PER_WORD = 64
 _CHUNK = 1024 * 1024
 _WHITESPACE = re.compile(rb"\s")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme; not a Windows drive letter
-
-
-class ModelError(Exception):
-    """No model was found, or what was given is not an end-to-end review classifier."""
 
 
 def load_keras_model(path: str | Path) -> keras.Model:

@@ -53,7 +53,8 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from classifier.config import Config, ConfigError, flatten, load_config
+from classifier.config import Config, flatten, load_config
+from classifier.errors import ConfigError, SweepError
 from classifier.tracking import configure_tracking, ensure_experiment, git_commit
 
 SPEC_KEYS = ("name", "base", "experiment", "overrides", "points", "grid")
@@ -80,10 +81,6 @@ _SIZES = (
 )
 _SIZES_USED = {"attention": 1, "mha": 2, "block": 3, "block_pos": 3, "encoder": 4}
 _FIXED_POSITION = {"attention": "none", "mha": "none", "block": "none", "block_pos": "learned"}
-
-
-class SweepError(ValueError):
-    """A sweep or experiment to compare does not exist or holds no finished runs."""
 
 
 class SweepInterrupted(Exception):

@@ -47,6 +47,7 @@ from classifier.data import (
     load_raw_splits,
     make_datasets,
 )
+from classifier.errors import ResumeError
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.tracking import (
     configure_tracking,
@@ -71,10 +72,6 @@ class TrainingInterrupted(Exception):
             f"continue with: classify train --resume {run_id}"
         )
         self.run_id = run_id
-
-
-class ResumeError(ValueError):
-    """The run to resume does not exist, is finished, or has no config."""
 
 
 @dataclass

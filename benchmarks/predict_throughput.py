@@ -43,14 +43,10 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from classifier.config import DataConfig  # noqa: E402
-from classifier.data import DataNotFoundError, split_specs, tfds_load  # noqa: E402
-from classifier.predict import (  # noqa: E402
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_MODEL_NAME,
-    ModelError,
-    load_model,
-    vectorizer_of,
-)
+from classifier.data import split_specs, tfds_load  # noqa: E402
+from classifier.errors import DataNotFoundError, ModelError  # noqa: E402
+from classifier.predict import DEFAULT_BATCH_SIZE, vectorizer_of  # noqa: E402
+from classifier.registry import DEFAULT_MODEL_NAME, load_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_REVIEWS = 25_000

@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers, ops  # noqa: E402
 
-from classifier.config import VARIANTS, Config, load_config  # noqa: E402
+from classifier.config import Config, load_config  # noqa: E402
 from classifier.data import (  # noqa: E402
     DataNotFoundError,
     build_vectorizer,
@@ -51,6 +51,7 @@ from classifier.data import (  # noqa: E402
     make_datasets,
 )
 from classifier.models.classifier import build_classifier  # noqa: E402
+from classifier.models.variants import names as variant_names  # noqa: E402
 
 SEED = 0
 VARIANT_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "variants"
@@ -268,12 +269,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4,000 train / 2,000 test reviews")
     parser.add_argument("--epochs", type=int, default=None, help="epochs N (default 4; quick 3)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
+    parser.add_argument("--variants", default=",".join(variant_names()), help="comma-separated")
     parser.add_argument("--ablation", action="store_true", help="also ours without buckets")
     args = parser.parse_args()
     epochs = args.epochs or (3 if args.quick else 4)
     variants = args.variants.split(",")
-    unknown = sorted(set(variants) - set(VARIANTS))
+    unknown = sorted(set(variants) - set(variant_names()))
     if unknown or epochs < 2:
         parser.error(f"unknown variant {unknown[0]!r}" if unknown else "--epochs must be >= 2")
     overrides = ["data.val_size=1000"]  # validation is not used here

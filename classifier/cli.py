@@ -136,7 +136,7 @@ def model_option(command: Callable) -> Callable:
 
 
 def _load_model(model_spec: str | None):
-    from classifier.predict import load_model
+    from classifier.registry import load_model
 
     return load_model(model_spec)
 
@@ -281,13 +281,14 @@ def sweep(spec_path: str, dry_run: bool) -> None:
       classify sweep configs/sweeps/variants.yaml --dry-run
       classify sweep configs/sweeps/quick.yaml
     """
-    from classifier import sweep as sweeps
+    from classifier import sweep_spec
 
-    spec = sweeps.load_spec(spec_path)
-    points = sweeps.expand(spec)
+    spec = sweep_spec.load_spec(spec_path)
+    points = sweep_spec.expand(spec)
     if dry_run:
-        click.echo(sweeps.describe_points(spec, points))
+        click.echo(sweep_spec.describe_points(spec, points))
         return
+    from classifier import sweep as sweeps
     from classifier.train import stop_on_sigterm
 
     stop_on_sigterm()
@@ -325,12 +326,12 @@ def compare(experiment: str | None, sweep_id: str | None, output_format: str) ->
       classify compare --sweep 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
       classify compare --experiment imdb-sweeps --format markdown
     """
-    from classifier import sweep as sweeps
+    from classifier import compare as comparison
 
     if experiment and sweep_id:
         raise UserError("give --experiment or --sweep, not both")
-    rows = sweeps.compare(experiment=experiment, sweep_id=sweep_id)
-    click.echo(sweeps.format_comparison(rows, output_format))
+    rows = comparison.compare(experiment=experiment, sweep_id=sweep_id)
+    click.echo(comparison.format_comparison(rows, output_format))
 
 
 def main() -> None:

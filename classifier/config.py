@@ -17,6 +17,7 @@ import hashlib
 import json
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ from typing import Any
 import yaml
 
 from classifier.errors import ConfigError
+from classifier.models import variants
 
-VARIANTS = ("attention", "mha", "block", "block_pos", "encoder")
 POSITIONS = ("sinusoidal", "learned")
 TRUNCATE_SIDES = ("head", "tail")
 #: Size of the TFDS ``train`` split, from which both training and validation reviews are taken.
@@ -109,20 +110,27 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | tuple = ()) -> Config:
+def load_config(
+    path: str | Path | None = None,
+    overrides: list[str] | tuple = (),
+    settings: Mapping[str, Any] | None = None,
+) -> Config:
     """Load, merge and validate a config.
 
     Args:
         path: a YAML file, or None for the built-in defaults.
         overrides: ``"dotted.key=value"`` strings; values are parsed as YAML (``4``, ``true``,
             ``null``, ``0.5``).
+        settings: ``{"dotted.key": value}`` with values already parsed, applied after
+            ``overrides`` (a sweep's points).
 
     Raises:
         ConfigError: on a missing file, bad YAML, unknown key, wrong type or impossible value.
     """
     tree = _read_yaml(Path(path)) if path is not None else {}
     for item in overrides:
-        key, value = _parse_override(item)
+        _set_dotted(tree, *_parse_override(item))
+    for key, value in (settings or {}).items():
         _set_dotted(tree, key, value)
     return from_dict(tree)
 
@@ -169,8 +177,10 @@ def validate(config: Config) -> None:
         )
     if d.truncate not in TRUNCATE_SIDES:
         raise ConfigError(f"data.truncate={d.truncate!r} is not one of {', '.join(TRUNCATE_SIDES)}")
-    if m.variant not in VARIANTS:
-        raise ConfigError(f"model.variant={m.variant!r} is not one of {', '.join(VARIANTS)}")
+    if m.variant not in variants.names():
+        raise ConfigError(
+            f"model.variant={m.variant!r} is not one of {', '.join(variants.names())}"
+        )
     if m.position not in POSITIONS:
         raise ConfigError(f"model.position={m.position!r} is not one of {', '.join(POSITIONS)}")
     if m.embed_dim % m.num_heads != 0:

@@ -46,3 +46,17 @@ class SweepError(UserError, ValueError):
 
 class ExplainError(UserError):
     """The model has no attention layer to explain, or the review has no words."""
+
+
+def first_line(error: BaseException) -> str:
+    """The gist of an error on one line: its first line (and the next when it ends in ':').
+
+    Example:
+        >>> first_line(OSError("cannot open:\\n  /tmp/x: permission denied\\n  more"))
+        'cannot open: /tmp/x: permission denied'
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    line = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+    return line if len(line) <= 300 else line[:297] + "..."

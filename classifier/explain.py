@@ -1,27 +1,27 @@
 """Which words a trained classifier attends to, drawn over the review (PNG or HTML).
 
-For one review, :func:`explain_text` recomputes the token ids with the model's own vectorizer,
-replays the embedding and the attention stack of the classifier with
-``return_attention_scores=True`` and takes the weights of the last attention layer, averaged
-over heads. The attention a token *receives* is the mean, over the real (non-padding) query
-positions q, of ``weights[q, k]``: it sums to 1 over the review's tokens. The replay is checked
-against the model itself (:attr:`Explanation.replayed_probability`).
+For one review, :func:`explain_text` recomputes the token ids with the model's own vectorizer
+and runs a second Keras model over the classifier's own graph and weights that outputs both
+the probabilities and the attention weights of the layer the variant registry names
+(:attr:`~classifier.models.variants.Variant.explained_layer`; the last one of a stack),
+averaged over heads. Nothing is replayed by hand: :func:`attention_model` wires the graph
+with ``keras.models.clone_model``, sharing every layer but the explained one, which is a
+weight-identical copy called with ``return_attention_scores=True`` (Keras cannot give a second
+output to a layer already called without it). So models saved before this module changed are
+explained the same way.
 
-Every classifier variant is supported: ``encoder`` (last layer of our Encoder), ``block`` and
-``block_pos`` (our TransformerBlock), ``mha`` (``keras.layers.MultiHeadAttention``, last of two)
-and ``attention`` (``keras.layers.Attention``, one head, last of two).
+The attention a token *receives* is the mean, over the real (non-padding) query positions q,
+of ``weights[q, k]``: it sums to 1 over the review's tokens.
 
 Example:
     >>> model = load_model("model.keras")
     >>> explanation = explain_text(model, "A wonderful, moving film.")
-    >>> plot_token_attention("review.png", explanation)
+    >>> plots.plot_token_attention("review.png", **figure_arguments(explanation))
 """
 
 from __future__ import annotations
 
 import html
-import textwrap
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,21 +31,14 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from classifier import plots
 from classifier.data import LABELS, standardize_review
 from classifier.errors import ExplainError
-from classifier.layers import attention_mask, padding_mask
-from classifier.predict import (
-    DEFAULT_THRESHOLD,
-    STDIN,
-    Reporter,
-    read_reviews,
-    review_byte_limit,
-    vectorizer_of,
-)
+from classifier.models import variants
+from classifier.predict import DEFAULT_THRESHOLD, classifier_of, vectorizer_of
+from classifier.reviews import STDIN, Reporter, read_reviews, review_byte_limit
 
 OUTPUT_FORMATS = ("png", "html")
-LABEL_COLOURS = {"positive": "#1a7f37", "negative": "#b42318"}
-COLOUR_MAP = "Oranges"
 TOP_WORDS = 15
 
 
@@ -64,7 +57,6 @@ class Explanation:
         heads: number of heads averaged.
         dropped_words: words beyond the model's ``sequence_length`` that it never saw.
         truncate: which end of a long review the model keeps (``tail`` or ``head``).
-        replayed_probability: the probability recomputed from the replayed stack (a check).
     """
 
     source: str
@@ -77,7 +69,52 @@ class Explanation:
     heads: int
     dropped_words: int
     truncate: str
-    replayed_probability: float
+
+
+def attention_model(classifier: keras.Model) -> tuple[keras.Model, str]:
+    """A model over ``classifier``'s graph and weights: token ids to ``(probabilities (B, 2),
+    attention weights (B, h, T, T))`` of the layer its variant explains; and that layer in words.
+
+    Raises:
+        ExplainError: the classifier is not one the variant registry knows, or lacks the layer.
+    """
+    variant = variants.variant_of_model(classifier.name)
+    if variant is None:
+        raise ExplainError(f"model {classifier.name!r} is not a classifier of a known variant")
+    try:
+        original = classifier.get_layer(variant.explained_layer)
+    except ValueError:
+        raise ExplainError(
+            f"classifier {classifier.name!r} has no layer {variant.explained_layer!r} to explain"
+        ) from None
+    captured = []
+
+    def clone_function(layer):
+        return type(layer).from_config(layer.get_config()) if layer is original else layer
+
+    def call_function(layer, *args, **kwargs):
+        if layer.name != original.name or layer is original:
+            return layer(*args, **kwargs)
+        output, weights = layer(*args, return_attention_scores=True, **kwargs)
+        layer.set_weights(original.get_weights())  # built by the call above
+        captured.append(weights)
+        return output
+
+    (token_ids,) = classifier.inputs
+    inputs = keras.Input(shape=(None,), dtype=token_ids.dtype, name="token_ids")
+    clone = keras.models.clone_model(
+        classifier, inputs, clone_function=clone_function, call_function=call_function
+    )
+    (weights,) = captured
+    stacked = isinstance(weights, list | tuple)  # a stack: every layer's weights
+    last = len(weights) if stacked else 1
+    weights = weights[-1] if stacked else weights
+    if len(weights.shape) == 3:  # one head: (B, T, S)
+        weights = keras.ops.expand_dims(weights, 1)
+    described = variant.explained_as.format(last=last)
+    return keras.Model(
+        inputs, [clone.output, weights], name="attention_of_" + clone.name
+    ), described
 
 
 def explain_text(
@@ -87,21 +124,18 @@ def explain_text(
 
     Raises:
         ExplainError: when no word of the review is left after standardization, or the model
-            has no attention stack this module knows how to replay.
+            is not a classifier of a registered variant.
     """
     vectorizer = vectorizer_of(model)
-    classifier = _classifier_of(model)
     texts = tf.constant([text], dtype=tf.string)
-    ids = vectorizer(texts)  # (1, T)
-    mask = padding_mask(ids)  # (1, T), True at real tokens
-    count = int(np.sum(keras.ops.convert_to_numpy(mask)))
+    token_ids = keras.ops.convert_to_numpy(vectorizer(texts))[0]
+    count = int(np.count_nonzero(token_ids))  # padding (0) only ever follows the words
     if count == 0:
         raise ExplainError("no words left after standardization (nothing to explain)")
-
-    hidden, weights, layer, heads = _replay_attention(classifier, ids, mask)
-    received = attention_received(weights[0], keras.ops.convert_to_numpy(mask)[0])
-    probability = float(keras.ops.convert_to_numpy(model(texts, training=False))[0, 1])
-    replayed = _replay_head(classifier, hidden, mask)
+    explainer, layer = attention_model(classifier_of(model))
+    probabilities, weights = explainer(token_ids[None, :count], training=False)
+    weights = keras.ops.convert_to_numpy(weights)[0]
+    probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
 
     words = [
         word.decode("utf-8", errors="replace")
@@ -109,22 +143,20 @@ def explain_text(
     ]
     length = vectorizer.sequence_length
     kept = words[:length] if vectorizer.truncate == "head" else words[-length:]
-    token_ids = keras.ops.convert_to_numpy(ids)[0][:count]
     if len(kept) != count:  # never expected; fall back to the vocabulary's spelling
         vocabulary = vectorizer.get_vocabulary()
-        kept = [vocabulary[int(i)] for i in token_ids]
+        kept = [vocabulary[int(i)] for i in token_ids[:count]]
     return Explanation(
         source=source,
         tokens=kept,
-        in_vocabulary=[int(i) != 1 for i in token_ids],
-        attention=received[:count],
+        in_vocabulary=[int(i) != 1 for i in token_ids[:count]],
+        attention=attention_received(weights, np.ones(count, dtype=bool)),
         probability=probability,
         label=LABELS[1] if probability >= threshold else LABELS[0],
         layer=layer,
-        heads=heads,
+        heads=int(weights.shape[0]),
         dropped_words=max(0, len(words) - count),
         truncate=vectorizer.truncate,
-        replayed_probability=replayed,
     )
 
 
@@ -150,72 +182,11 @@ def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, received, 0.0)
 
 
-def _classifier_of(model: keras.Model) -> keras.Model:
-    for layer in model.layers:
-        if isinstance(layer, keras.Model) and any(sub.name == "embedding" for sub in layer.layers):
-            return layer
-    raise ExplainError(f"model {model.name!r} holds no classifier with an 'embedding' layer")
+# --- what the pictures show ------------------------------------------------------------------
 
 
-def _replay_attention(classifier: keras.Model, ids, mask):
-    """Run the embedding and attention stack; return (hidden, last weights (1,h,T,T), name, h)."""
-    names = [layer.name for layer in classifier.layers]
-    x = classifier.get_layer("embedding")(ids)
-    if "encoder" in names:
-        encoder = classifier.get_layer("encoder")
-        hidden, all_weights = encoder(x, padding_mask=mask, return_attention_scores=True)
-        weights = all_weights[-1]
-        layer = f"encoder layer {len(all_weights)} of {len(all_weights)}"
-    elif "transformer_block" in names:
-        block = classifier.get_layer("transformer_block")
-        hidden, weights = block(x, padding_mask=mask, return_attention_scores=True)
-        layer = "the transformer block"
-    elif "mha_0" in names:
-        stack = [name for name in names if name.startswith("mha_")]
-        pairs = attention_mask(mask, mask)
-        hidden = x
-        for name in stack:
-            hidden, weights = classifier.get_layer(name)(
-                hidden, hidden, attention_mask=pairs, return_attention_scores=True
-            )
-        layer = f"MultiHeadAttention layer {len(stack)} of {len(stack)}"
-    elif "attention_0" in names:
-        stack = [name for name in names if name.startswith("attention_")]
-        hidden = x
-        for name in stack:
-            hidden, weights = classifier.get_layer(name)(
-                [hidden, hidden], mask=[mask, mask], return_attention_scores=True
-            )
-        weights = keras.ops.expand_dims(weights, 1)  # one head
-        layer = f"Attention layer {len(stack)} of {len(stack)}"
-    else:
-        raise ExplainError(
-            f"classifier {classifier.name!r} has no attention layer to explain "
-            "(expected encoder, transformer_block, mha_0 or attention_0)"
-        )
-    weights = keras.ops.convert_to_numpy(weights)
-    return hidden, weights, layer, int(weights.shape[1])
-
-
-def _replay_head(classifier: keras.Model, hidden, mask) -> float:
-    pooled = classifier.get_layer("pool")(hidden, mask=mask)
-    pooled = classifier.get_layer("head_dropout")(pooled, training=False)
-    return float(keras.ops.convert_to_numpy(classifier.get_layer("head")(pooled))[0, 1])
-
-
-# --- pictures --------------------------------------------------------------------------------
-
-
-def _colours(explanation: Explanation) -> np.ndarray:
-    """RGBA per token: the share of attention, scaled so the most attended token is darkest."""
-    from matplotlib import colormaps
-
-    attention = explanation.attention
-    top = float(attention.max()) if attention.size and attention.max() > 0 else 1.0
-    return colormaps[COLOUR_MAP](0.05 + 0.9 * attention / top)
-
-
-def _caption(explanation: Explanation) -> str:
+def caption(explanation: Explanation) -> str:
+    """The caption under the label: what was seen, and what the colour means."""
     n = len(explanation.tokens)
     kept = "last" if explanation.truncate == "tail" else "first"
     dropped = (
@@ -231,7 +202,7 @@ def _caption(explanation: Explanation) -> str:
     )
 
 
-def _top_words(explanation: Explanation, count: int = TOP_WORDS) -> list[tuple[str, float, int]]:
+def top_words(explanation: Explanation, count: int = TOP_WORDS) -> list[tuple[str, float, int]]:
     """The most attended words, each with the share of its most attended occurrence and how
     often it occurs: ``(word, share, times)``."""
     best: dict[str, float] = {}
@@ -243,141 +214,24 @@ def _top_words(explanation: Explanation, count: int = TOP_WORDS) -> list[tuple[s
     return [(word, share, times[word]) for word, share in ranked]
 
 
-def plot_token_attention(path: str | Path, explanation: Explanation, width: float = 11.0) -> Path:
-    """Write a PNG: the predicted label, the review's tokens shaded by the attention they
-    receive, a colour bar, and the most attended words as bars.
-
-    Args:
-        path: PNG file to write (parents are created).
-        explanation: from :func:`explain_text`.
-        width: figure width in inches; the height follows the length of the review.
-
-    Returns:
-        The path written.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-    from matplotlib.figure import Figure
-    from matplotlib.font_manager import FontProperties
-
-    dpi, size = 100, 11.0
-    regular, italic = FontProperties(size=size), FontProperties(size=size, style="italic")
-    renderer = FigureCanvasAgg(Figure(dpi=dpi)).get_renderer()
-    margin, pad, space, line = 0.45 * 72, 2.0, 0.42 * size, 1.95 * size  # points
-    usable = width * 72 - 2 * margin
-    places: list[tuple[float, int]] = []
-    x, row = 0.0, 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # missing glyphs of exotic characters
-        for token, known in zip(explanation.tokens, explanation.in_vocabulary, strict=True):
-            font = regular if known else italic
-            w = renderer.get_text_width_height_descent(token, font, ismath=False)[0] * 72 / dpi
-            if x > 0 and x + w + 2 * pad > usable:
-                x, row = 0.0, row + 1
-            places.append((x + pad, row))
-            x += w + 2 * pad + space
-
-    top_words = _top_words(explanation)
-    caption = textwrap.fill(_caption(explanation), 150)
-    header = 56.0 + 11.0 * (caption.count("\n") + 1)  # points, from the top down
-    text_height = (row + 1) * line + 8
-    colourbar_top = header + text_height + 6
-    chart_top = colourbar_top + 12 + 56  # the colour bar, its ticks and label, the chart title
-    chart_height = 20.0 * len(top_words)
-    height = chart_top + chart_height + 46  # the chart's ticks and label
-    figure = Figure(figsize=(width, height / 72), dpi=dpi)
-
-    def fy(points_from_top: float) -> float:
-        return 1 - points_from_top / height
-
-    colour = LABEL_COLOURS.get(explanation.label, "black")
-    figure.text(
-        margin / (width * 72),
-        fy(28),
-        f"Predicted: {explanation.label}",
-        fontsize=17,
-        fontweight="bold",
-        color=colour,
-        parse_math=False,
-    )
-    figure.text(
-        (margin + 250) / (width * 72),
-        fy(28),
-        f"P(positive) = {explanation.probability:.3f}",
-        fontsize=13,
-        parse_math=False,
-    )
-    figure.text(
-        margin / (width * 72),
-        fy(44),
-        caption,
-        fontsize=8.5,
-        color="#444444",
-        va="top",
-        parse_math=False,
-    )
-    colours = _colours(explanation)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for (px, prow), token, known, rgba, share in zip(
-            places,
-            explanation.tokens,
-            explanation.in_vocabulary,
-            colours,
-            explanation.attention / max(float(explanation.attention.max()), 1e-12),
-            strict=True,
-        ):
-            figure.text(
-                (margin + px) / (width * 72),
-                fy(header + (prow + 0.75) * line),
-                token,
-                fontproperties=regular if known else italic,
-                color="white" if share > 0.65 else "black",
-                bbox={"boxstyle": "round,pad=0.18", "facecolor": rgba, "edgecolor": "none"},
-                parse_math=False,
-            )
-
-    left = margin / (width * 72)
-    cax = figure.add_axes((left, fy(colourbar_top + 12), 0.35, 12 / height))
-    top_share = float(explanation.attention.max()) if explanation.attention.size else 1.0
-    mappable = ScalarMappable(Normalize(0, top_share), COLOUR_MAP)
-    figure.colorbar(mappable, cax=cax, orientation="horizontal")
-    cax.set_xlabel("share of the attention the token receives", fontsize=8.5)
-    cax.tick_params(labelsize=8)
-
-    axes = figure.add_axes((left + 0.12, fy(chart_top + chart_height), 0.55, chart_height / height))
-    labels = [f"{word} (x{times})" if times > 1 else word for word, _, times in top_words]
-    shares = [share for _, share, _ in top_words]
-    positions = np.arange(len(top_words))[::-1]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        axes.barh(positions, shares, color=_colours_for(shares, top_share), height=0.75)
-        axes.set_yticks(positions, labels=labels, fontsize=9)
-    axes.set_title(f"Most attended words (of {len(explanation.tokens)} tokens)", fontsize=10)
-    axes.set_xlabel("share of the attention received (its most attended occurrence)", fontsize=8.5)
-    axes.tick_params(axis="x", labelsize=8)
-    for side in ("top", "right"):
-        axes.spines[side].set_visible(False)
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(figure)
-    figure.savefig(path, format="png", dpi=dpi)
-    return path
-
-
-def _colours_for(shares: list[float], top: float) -> np.ndarray:
-    from matplotlib import colormaps
-
-    return colormaps[COLOUR_MAP](0.05 + 0.9 * np.minimum(np.asarray(shares) / max(top, 1e-12), 1))
+def figure_arguments(explanation: Explanation) -> dict:
+    """The keyword arguments of :func:`classifier.plots.plot_token_attention` (all but path)."""
+    return {
+        "tokens": explanation.tokens,
+        "in_vocabulary": explanation.in_vocabulary,
+        "shares": explanation.attention,
+        "label": explanation.label,
+        "probability": explanation.probability,
+        "caption": caption(explanation),
+        "top_words": top_words(explanation),
+    }
 
 
 def write_html(path: str | Path, explanation: Explanation) -> Path:
     """Write a self-contained HTML page (inline CSS, no scripts or links): the label, the
     tokens shaded by the attention they receive (hover for the number) and the top words."""
-    colours = _colours(explanation)
     top = float(explanation.attention.max()) if explanation.attention.size else 1.0
+    colours = plots.token_colours(explanation.attention, top)
     spans = []
     for token, known, rgba, share in zip(
         explanation.tokens, explanation.in_vocabulary, colours, explanation.attention, strict=True
@@ -390,15 +244,15 @@ def write_html(path: str | Path, explanation: Explanation) -> Path:
         spans.append(
             f'<span class="t" style="{style}" title="{share:.4f}">{html.escape(token)}</span>'
         )
-    top_words = _top_words(explanation)
-    widest = max((share for _, share, _ in top_words), default=1.0)
+    ranked = top_words(explanation)
+    widest = max((share for _, share, _ in ranked), default=1.0)
     rows = "\n".join(
         f"<tr><td>{html.escape(word)}</td><td>{times}</td><td>{share:.4f}</td>"
         f'<td><div class="bar" style="width:{300 * share / max(widest, 1e-12):.0f}px"></div>'
         "</td></tr>"
-        for word, share, times in top_words
+        for word, share, times in ranked
     )
-    colour = LABEL_COLOURS.get(explanation.label, "black")
+    colour = plots.LABEL_COLOURS.get(explanation.label, "black")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{html.escape(explanation.source)}: {explanation.label}</title>
@@ -415,7 +269,7 @@ td, th {{ padding: 0.1rem 0.6rem; text-align: left; }}
 </style></head><body>
 <h1>Predicted: {explanation.label}</h1>
 <p>P(positive) = {explanation.probability:.3f}</p>
-<p class="caption">{html.escape(_caption(explanation))}<br>
+<p class="caption">{html.escape(caption(explanation))}<br>
 least <span class="legend"></span> most attention (hover a word for its share)</p>
 <p>{" ".join(spans)}</p>
 <h2>Most attended words</h2>
@@ -434,13 +288,23 @@ least <span class="legend"></span> most attention (hover a word for its share)</
 
 
 def default_output(path: str, output_format: str) -> Path:
-    """``<name>.attention.png`` (or ``.html``) in the working directory."""
+    """``<name>.attention.png`` (or ``.html``) in the working directory.
+
+    Example:
+        >>> default_output("reviews/great.txt", "png")
+        PosixPath('great.txt.attention.png')
+    """
     stem = "stdin" if path == STDIN else Path(path).name
     return Path(f"{stem}.attention.{output_format}")
 
 
 def output_format_of(output: str | None, output_format: str | None) -> str:
-    """The explicit format, else the output file's extension (``.html``/``.htm``), else png."""
+    """The explicit format, else the output file's extension (``.html``/``.htm``), else png.
+
+    Example:
+        >>> output_format_of("page.HTML", None), output_format_of(None, None)
+        ('html', 'png')
+    """
     if output_format:
         return output_format
     if output and Path(output).suffix.lower() in (".html", ".htm"):
@@ -467,11 +331,12 @@ def explain_file(
     """
     reporter = Reporter(err)
     output_format = output_format_of(output, output_format)
+    vectorizer = vectorizer_of(model)
     reviews = read_reviews(
         [path],
         reporter,
-        max_bytes=review_byte_limit(model),
-        keep=vectorizer_of(model).truncate,
+        max_bytes=review_byte_limit(vectorizer.sequence_length),
+        keep=vectorizer.truncate,
         stdin=stdin,
     )
     review = next(iter(reviews), None)
@@ -487,7 +352,7 @@ def explain_file(
         if output_format == "html":
             written = write_html(target, explanation)
         else:
-            written = plot_token_attention(target, explanation)
+            written = plots.plot_token_attention(target, **figure_arguments(explanation))
     except OSError as error:
         reporter.error(str(target), f"cannot write ({error.strerror or error})")
         return None

@@ -1,4 +1,5 @@
-"""MLflow set-up and logging helpers: where runs go, the per-epoch callback, the pyfunc model.
+"""MLflow tracking: where runs go (URIs), experiments, the tags that tie runs together and the
+queries that find them again. Imports nothing from the package.
 
 By default every run lands in one SQLite store, ``<project root>/mlflow.db``, with artefacts in
 ``<project root>/mlruns/``, whatever the working directory; ``MLFLOW_TRACKING_URI`` overrides it
@@ -11,19 +12,22 @@ Example:
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import mlflow
-import pandas as pd
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
-from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-MODEL_ALIAS = "newest"  # alias of the newest registered version ("latest" is reserved by MLflow)
+
+# MLflow tags of sweep runs.
+SPEC_HASH_TAG = "sweep_spec_hash"  # parent: hash of the resolved point list
+PARENT_TAG = "sweep_parent"  # child: the parent's run id
+POINT_TAG = "sweep_point"  # child: the point's number, from 1
+LABEL_TAG = "sweep_label"  # child: the point's group label, e.g. "encoder (position=learned)"
+CONFIG_HASH_TAG = "config_hash"  # every training run: Config.config_hash() of its config
 
 
 def project_root() -> Path:
@@ -89,78 +93,31 @@ def git_commit() -> str:
         return "unknown"
 
 
-def runtime_requirements() -> list[str]:
-    """Pinned requirements of the pyfunc model: the TensorFlow build installed, Keras, MLflow."""
-    pins = []
-    for name in ("tensorflow-cpu", "tensorflow", "keras", "tensorflow-datasets", "mlflow"):
-        try:
-            pins.append(f"{name}=={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return pins
-
-
-class SentimentModel(mlflow.pyfunc.PythonModel):
-    """MLflow pyfunc wrapper of the end-to-end ``.keras`` model (raw strings in).
-
-    ``predict`` takes a list of review strings (or a one-column DataFrame) and returns a
-    DataFrame with ``label`` ("negative"/"positive") and ``positive_probability``.
-    """
-
-    def load_context(self, context) -> None:
-        from classifier.predict import load_keras_model
-
-        self._model = load_keras_model(context.artifacts["keras_model"])
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop("_model", None)  # never pickle the Keras model; it is loaded from the artefact
-        return state
-
-    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        # The signature (one string column) makes MLflow hand over a DataFrame, also for a
-        # plain list of strings; the type hint tells MLflow not to infer another signature.
-        from classifier.predict import predict_texts
-
-        texts = model_input.iloc[:, 0].astype(str).tolist()
-        probabilities = predict_texts(self._model, texts)
-        return pd.DataFrame(
-            {
-                "label": ["positive" if p >= 0.5 else "negative" for p in probabilities],
-                "positive_probability": probabilities,
-            }
-        )
-
-
-def log_pyfunc_model(keras_path: Path, registered_name: str, example: list[str]):
-    """Log the end-to-end model as an MLflow pyfunc model, register it, move the alias to it.
-
-    Returns:
-        the ``ModelVersion`` that was registered.
-    """
-    from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, Schema
-
-    signature = ModelSignature(
-        inputs=Schema([ColSpec("string")]),  # a list of review strings
-        outputs=Schema([ColSpec("string", "label"), ColSpec("double", "positive_probability")]),
+def find_sweep_parent(experiment_id: str, digest: str) -> str | None:
+    """The newest sweep parent run with this spec hash in the experiment, or None."""
+    runs = mlflow.search_runs(
+        experiment_ids=[experiment_id],
+        filter_string=f"tags.{SPEC_HASH_TAG} = '{digest}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+        output_format="list",
     )
-    # MLflow prints 'Registered model ... Created version ...' itself; the caller reports it.
-    disable_logging()
-    try:
-        info = mlflow.pyfunc.log_model(
-            name="model",
-            python_model=SentimentModel(),
-            artifacts={"keras_model": str(keras_path)},
-            code_paths=[str(PACKAGE_DIR)],
-            pip_requirements=runtime_requirements(),
-            signature=signature,
-            input_example=example,
-            registered_model_name=registered_name,
-        )
-    finally:
-        enable_logging()
-    client = MlflowClient()
-    version = client.get_model_version(registered_name, info.registered_model_version)
-    client.set_registered_model_alias(registered_name, MODEL_ALIAS, version.version)
-    return version
+    return runs[0].info.run_id if runs else None
+
+
+def sweep_children(parent_run_id: str, finished_only: bool = True) -> list[Run]:
+    """The child runs of a sweep's parent run (only the FINISHED ones by default), newest first."""
+    parent = MlflowClient().get_run(parent_run_id)
+    status = " and attributes.status = 'FINISHED'" if finished_only else ""
+    return mlflow.search_runs(
+        experiment_ids=[parent.info.experiment_id],
+        filter_string=f"tags.{PARENT_TAG} = '{parent_run_id}'{status}",
+        order_by=["attributes.start_time DESC"],
+        output_format="list",
+    )
+
+
+def metric_history(client: MlflowClient, run_id: str, key: str) -> list[float]:
+    """A metric's values in step order (the last value logged at a step wins)."""
+    by_step = {metric.step: metric.value for metric in client.get_metric_history(run_id, key)}
+    return [by_step[step] for step in sorted(by_step)]

@@ -49,12 +49,8 @@ from classifier.data import (
 )
 from classifier.errors import ResumeError
 from classifier.models.classifier import build_classifier, build_end_to_end
-from classifier.tracking import (
-    configure_tracking,
-    ensure_experiment,
-    git_commit,
-    log_pyfunc_model,
-)
+from classifier.registry import log_pyfunc_model
+from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 
 CHECKPOINT_DIR = "checkpoint"
 EXAMPLE_REVIEWS = [
@@ -313,7 +309,11 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
     mlflow.log_params({f"data.{name}_reviews": size for name, size in sizes.items()})
     mlflow.log_param("model.parameters", model.count_params())
     mlflow.set_tags(
-        {"variant": cfg.model.variant, "git_commit": git_commit(), "config_hash": cfg.config_hash()}
+        {
+            "variant": cfg.model.variant,
+            "git_commit": git_commit(),
+            CONFIG_HASH_TAG: cfg.config_hash(),
+        }
     )
     mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")
     mlflow.log_text("\n".join(vectorizer.get_vocabulary()), "vocabulary.txt")

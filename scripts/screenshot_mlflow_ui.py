@@ -156,8 +156,8 @@ def find_sweep(spec_path: str, sweep_id: str | None) -> tuple[str, str]:
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    from classifier.sweep import SPEC_HASH_TAG, expand, find_parent, load_spec, spec_hash
-    from classifier.tracking import configure_tracking
+    from classifier.sweep_spec import expand, load_spec, spec_hash
+    from classifier.tracking import SPEC_HASH_TAG, configure_tracking, find_sweep_parent
 
     configure_tracking()
     client = MlflowClient()
@@ -168,7 +168,7 @@ def find_sweep(spec_path: str, sweep_id: str | None) -> tuple[str, str]:
         return run.info.experiment_id, sweep_id
     points = expand(load_spec(spec_path))
     experiment = client.get_experiment_by_name(points[0].config.experiment)
-    parent = experiment and find_parent(experiment.experiment_id, spec_hash(points))
+    parent = experiment and find_sweep_parent(experiment.experiment_id, spec_hash(points))
     if not parent:
         sys.exit(f"no sweep of {spec_path} in {mlflow.get_tracking_uri()}; run it first")
     return experiment.experiment_id, parent
@@ -178,7 +178,7 @@ def save_view(experiment_id: str, parent_id: str, charts: str) -> str:
     """Store the comparison view as a shared view of the experiment; return its key."""
     from mlflow.tracking import MlflowClient
 
-    from classifier.sweep import LABEL_TAG, PARENT_TAG
+    from classifier.tracking import LABEL_TAG, PARENT_TAG
 
     state = {
         "searchFilter": f"tags.{PARENT_TAG} = '{parent_id}'",

@@ -172,3 +172,80 @@ def smoke_run(imdb_data_dir, tmp_path_factory):
         patch.setenv("MLFLOW_TRACKING_URI", uri)
         result = train(cfg, echo=lambda line: None)
     return uri, result
+
+
+# --- a tiny trained model, registered in the module's store (predict, registry, explain) -----
+
+
+@pytest.fixture(scope="module")
+def trained(store, fixture_data_dir):
+    from classifier.registry import DEFAULT_MODEL_NAME
+    from classifier.train import train
+
+    """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment``."""
+    from classifier.config import load_config
+
+    cfg = load_config(
+        None,
+        [
+            *fixture_data_overrides(fixture_data_dir),
+            "model.variant=encoder",
+            "model.num_layers=1",
+            "train.epochs=4",
+            "train.learning_rate=0.01",
+            f"train.registered_model={DEFAULT_MODEL_NAME}",
+            "experiment=predict-tests",
+        ],
+    )
+    return train(cfg, echo=lambda line: None)
+
+
+@pytest.fixture(scope="module")
+def keras_file(trained, tmp_path_factory) -> Path:
+    """The run's ``model.keras``, downloaded."""
+    import mlflow
+
+    target = tmp_path_factory.mktemp("model")
+    return Path(
+        mlflow.artifacts.download_artifacts(
+            run_id=trained.run_id, artifact_path="model.keras", dst_path=str(target)
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def model(keras_file):
+    from classifier.registry import load_keras_model
+
+    return load_keras_model(keras_file)
+
+
+@pytest.fixture
+def reviews(tmp_path) -> dict[str, Path]:
+    from tests.model_helpers import NEGATIVE, POSITIVE
+
+    files = {"pos": POSITIVE, "neg": NEGATIVE}
+    paths = {}
+    for name, text in files.items():
+        paths[name] = tmp_path / f"{name}.txt"
+        paths[name].write_text(text + "\n")
+    paths["lines"] = tmp_path / "lines.txt"
+    paths["lines"].write_text(f"{NEGATIVE}\n\n{POSITIVE}\r\n{NEGATIVE}")  # line 2 is blank
+    return paths
+
+
+@pytest.fixture(scope="session")
+def big_file(tmp_path_factory) -> Path:
+    from tests.model_helpers import BIG
+
+    """50 MB of negative words on one line, then a few positive ones at the very end."""
+    path = tmp_path_factory.mktemp("big") / "big.txt"
+    unit = b"awful boring dull " * 4096
+    tail = b" great wonderful superb" * 20 + b"\n"
+    whole, rest = divmod(BIG - len(tail), len(unit))
+    with path.open("wb") as out:
+        for _ in range(whole):
+            out.write(unit)
+        out.write(b" " * rest + tail)
+    assert path.stat().st_size == BIG
+    return path

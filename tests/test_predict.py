@@ -1,123 +1,34 @@
-"""``classify predict`` and ``classify explain`` with a tiny model trained here on fixture data.
+"""``classify predict`` with a tiny model trained here on fixture data: every output format,
+every bad input and its exit code, big files, and fast prediction in batches of similar length.
 
 One model is trained per module into a temporary MLflow store and registered under the default
-name, so the commands find it without ``--model``. Covers every output format, every bad input
-and its exit code, every way to name a model, the attention figure of every variant, and a real
-``mlflow models serve`` answering ``POST /invocations``.
+name, so the command finds it without ``--model``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gc
 import io
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import tracemalloc
-import urllib.error
-import urllib.request
 import weakref
 from pathlib import Path
 
 import keras
-import mlflow
 import numpy as np
 import pytest
 import tensorflow as tf
-from click.testing import CliRunner
-from mlflow.tracking import MlflowClient
 
 from classifier import predict as predict_module
-from classifier.cli import cli
-from classifier.config import ModelConfig, load_config
+from classifier import reviews as reviews_module
+from classifier.config import ModelConfig
 from classifier.data import ReviewVectorizer
-from classifier.explain import attention_received, explain_text
 from classifier.models.classifier import build_classifier, build_end_to_end
-from classifier.predict import (
-    DEFAULT_MODEL_NAME,
-    Reporter,
-    Review,
-    load_keras_model,
-    predict_texts,
-    read_reviews,
-)
-from classifier.train import train
-from tests.conftest import fixture_data_overrides
-
-POSITIVE = "a great and wonderful film, superb. loved it, brilliant and moving"
-NEGATIVE = "awful, boring and dull. a terrible waste, i hated the plot"
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-BIG = 50 * 1024 * 1024
-
-
-@pytest.fixture(scope="module")
-def trained(store, fixture_data_dir):
-    """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment``."""
-    cfg = load_config(
-        None,
-        [
-            *fixture_data_overrides(fixture_data_dir),
-            "model.variant=encoder",
-            "model.num_layers=1",
-            "train.epochs=4",
-            "train.learning_rate=0.01",
-            f"train.registered_model={DEFAULT_MODEL_NAME}",
-            "experiment=predict-tests",
-        ],
-    )
-    return train(cfg, echo=lambda line: None)
-
-
-@pytest.fixture(scope="module")
-def keras_file(trained, tmp_path_factory) -> Path:
-    """The run's ``model.keras``, downloaded."""
-    target = tmp_path_factory.mktemp("model")
-    return Path(
-        mlflow.artifacts.download_artifacts(
-            run_id=trained.run_id, artifact_path="model.keras", dst_path=str(target)
-        )
-    )
-
-
-@pytest.fixture(scope="module")
-def model(keras_file):
-    return load_keras_model(keras_file)
-
-
-@pytest.fixture
-def reviews(tmp_path) -> dict[str, Path]:
-    files = {"pos": POSITIVE, "neg": NEGATIVE}
-    paths = {}
-    for name, text in files.items():
-        paths[name] = tmp_path / f"{name}.txt"
-        paths[name].write_text(text + "\n")
-    paths["lines"] = tmp_path / "lines.txt"
-    paths["lines"].write_text(f"{NEGATIVE}\n\n{POSITIVE}\r\n{NEGATIVE}")  # line 2 is blank
-    return paths
-
-
-def run(*args: str, stdin: bytes | None = None):
-    result = CliRunner().invoke(cli, list(args), input=stdin, prog_name="classify")
-    assert "Traceback" not in result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result
-
-
-def err_lines(result) -> list[str]:
-    return result.stderr.splitlines()
-
-
-def table_rows(result) -> list[list[str]]:
-    lines = result.stdout.splitlines()
-    assert lines[0].split() == ["label", "P(positive)", "source"]
-    return [line.split(maxsplit=2) for line in lines[1:]]
-
+from classifier.predict import predict_texts
+from classifier.registry import load_keras_model
+from classifier.reviews import Review
+from tests.model_helpers import BIG, NEGATIVE, POSITIVE, err_lines, run, table_rows, untrained
 
 # --- output formats --------------------------------------------------------------------------
 
@@ -198,128 +109,6 @@ def test_help_has_examples():
         assert "--model" in result.output
 
 
-# --- naming a model --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        "models:/{name}@newest",
-        "models:/{name}@latest",
-        "models:/{name}/1",
-        "models:/{name}/latest",
-        "runs:/{run_id}",
-        "runs:/{run_id}/model.keras",
-        "runs:/{run_id}/model",  # the pyfunc model: its artifacts/model.keras
-        "{keras_file}",
-        "{keras_dir}",
-    ],
-)
-def test_model_option_forms(trained, keras_file, reviews, spec):
-    spec = spec.format(
-        name=DEFAULT_MODEL_NAME,
-        run_id=trained.run_id,
-        keras_file=keras_file,
-        keras_dir=keras_file.parent,
-    )
-    result = run("predict", "--model", spec, "--format", "csv", str(reviews["pos"]))
-    assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[1].split(",")[1] == "positive"
-
-
-def test_latest_resolves_to_the_highest_version(trained, model, store, tmp_path):
-    """``@latest`` is reserved in MLflow, so it cannot be set, but it resolves to the newest."""
-    client = MlflowClient()
-    name = "latest-check"
-    client.create_registered_model(name)
-    client.create_model_version(name, f"runs:/{trained.run_id}/model", trained.run_id)
-    # Version 2: a different (untrained) model, logged in a run of its own.
-    other = tmp_path / "model.keras"
-    _untrained("block", sequence_length=24).save(other)
-    with mlflow.start_run(experiment_id=client.get_run(trained.run_id).info.experiment_id) as r:
-        mlflow.log_artifact(str(other))
-    client.create_model_version(name, f"runs:/{r.info.run_id}/model.keras", r.info.run_id)
-    assert str(client.get_model_version_by_alias(name, "latest").version) == "2"  # MLflow itself
-    with pytest.raises(mlflow.exceptions.MlflowException, match="reserved"):
-        client.set_registered_model_alias(name, "latest", "1")
-
-    review = tmp_path / "r.txt"
-    review.write_text(POSITIVE)
-
-    def probability(spec: str) -> float:
-        out = run("predict", "--model", spec, "--format", "json", str(review))
-        return json.loads(out.stdout)[0]["positive_probability"]
-
-    first, second = probability(f"models:/{name}/1"), probability(f"models:/{name}/2")
-    assert first != pytest.approx(second, abs=1e-4)
-    assert probability(f"models:/{name}@latest") == pytest.approx(second, abs=1e-6)
-    assert probability(f"models:/{name}/latest") == pytest.approx(second, abs=1e-6)
-
-
-# --- bad models: one line, exit code 2 -------------------------------------------------------
-
-
-def _one_error_line(result, *fragments: str) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.stdout == ""
-    (line,) = err_lines(result)
-    assert line.startswith("classify: error: ")
-    for fragment in fragments:
-        assert fragment in line, line
-    return line
-
-
-def test_no_model_found_says_how_to_train_one(tmp_path, monkeypatch, reviews):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'empty.db'}")
-    result = run("predict", str(reviews["pos"]))
-    _one_error_line(result, "no model found", DEFAULT_MODEL_NAME, "classify train")
-    explained = run("explain", str(reviews["pos"]))
-    _one_error_line(explained, "no model found", "classify train")
-
-
-@pytest.mark.parametrize(
-    ("spec", "fragment"),
-    [
-        ("models:/{name}@nosuchalias", "has no alias 'nosuchalias'"),
-        ("models:/{name}/99", "has no version 99"),
-        ("models:/no-such-model@latest", "no registered model 'no-such-model'"),
-        ("runs:/0123456789abcdef0123456789abcdef", "cannot get it"),
-        ("{tmp}/missing.keras", "no such file"),
-    ],
-)
-def test_model_that_cannot_be_found(trained, reviews, tmp_path, spec, fragment):
-    spec = spec.format(name=DEFAULT_MODEL_NAME, tmp=tmp_path)
-    _one_error_line(run("predict", "--model", spec, str(reviews["pos"])), fragment)
-
-
-def test_files_that_are_not_models(trained, reviews, tmp_path):
-    text = tmp_path / "model.keras"
-    text.write_text("not a model at all\n")
-    _one_error_line(run("predict", "--model", str(text), str(reviews["pos"])), "not a loadable")
-    h5 = tmp_path / "model.h5"
-    h5.write_bytes(b"\x00" * 100)
-    _one_error_line(run("predict", "--model", str(h5), str(reviews["pos"])), "not a loadable")
-    empty = tmp_path / "folder"
-    empty.mkdir()
-    _one_error_line(run("predict", "--model", str(empty), str(reviews["pos"])), "without a .keras")
-
-
-def test_unsafe_model_is_refused_by_safe_mode(tmp_path, reviews):
-    inputs = keras.Input((3,))
-    unsafe = keras.Model(inputs, keras.layers.Lambda(lambda x: x * 2)(inputs))
-    path = tmp_path / "lambda.keras"
-    unsafe.save(path)
-    line = _one_error_line(run("predict", "--model", str(path), str(reviews["pos"])))
-    assert "not a loadable Keras model" in line and "safe_mode" in line
-
-
-def test_a_classifier_without_its_vectorizer_is_refused(tmp_path, reviews):
-    path = tmp_path / "ids.keras"
-    build_classifier(ModelConfig(), vocab_size=50, sequence_length=8).save(path)
-    line = _one_error_line(run("predict", "--model", str(path), str(reviews["pos"])))
-    assert "not an end-to-end review classifier" in line
-
-
 # --- bad inputs: one line each, the others still classified ----------------------------------
 
 
@@ -357,14 +146,14 @@ def test_every_bad_input_at_once(trained, reviews, tmp_path, monkeypatch):
 def _make_unreadable(path: Path, monkeypatch) -> None:
     path.chmod(0)
     if os.access(path, os.R_OK):  # root reads anything: fail the open as it would for others
-        real = predict_module.open_binary
+        real = reviews_module.open_binary
 
         def refuse(name):
             if Path(name) == path:
                 raise PermissionError(13, "Permission denied", name)
             return real(name)
 
-        monkeypatch.setattr(predict_module, "open_binary", refuse)
+        monkeypatch.setattr(reviews_module, "open_binary", refuse)
 
 
 @pytest.mark.parametrize(
@@ -424,22 +213,7 @@ def test_usage_errors_exit_2(trained, reviews):
         assert result.stdout == ""
 
 
-# --- big files: bounded memory, the model's end kept, a note ---------------------------------
-
-
-@pytest.fixture(scope="module")
-def big_file(tmp_path_factory) -> Path:
-    """50 MB of negative words on one line, then a few positive ones at the very end."""
-    path = tmp_path_factory.mktemp("big") / "big.txt"
-    unit = b"awful boring dull " * 4096
-    tail = b" great wonderful superb" * 20 + b"\n"
-    whole, rest = divmod(BIG - len(tail), len(unit))
-    with path.open("wb") as out:
-        for _ in range(whole):
-            out.write(unit)
-        out.write(b" " * rest + tail)
-    assert path.stat().st_size == BIG
-    return path
+# --- big files: the model's end kept, with a note --------------------------------------------
 
 
 @pytest.mark.parametrize("per_line", [False, True], ids=["file", "per-line"])
@@ -455,201 +229,6 @@ def test_a_50_mb_review_keeps_its_tail_with_a_note(trained, big_file, per_line):
     assert "classified from its last 65,536 bytes" in note
     if not per_line:
         assert f"{BIG:,} bytes" in note
-
-
-@pytest.mark.parametrize("per_line", [False, True], ids=["file", "per-line"])
-@pytest.mark.parametrize("keep", ["head", "tail"])
-def test_reading_a_50_mb_file_takes_bounded_memory(big_file, per_line, keep):
-    lines: list[str] = []
-    tracemalloc.start()
-    try:
-        (review,) = list(
-            read_reviews(
-                [str(big_file)],
-                Reporter(lines.append),
-                per_line=per_line,
-                max_bytes=65536,
-                keep=keep,
-            )
-        )
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 4 * 1024 * 1024, peak
-    assert len(review.text.encode()) <= 65536
-    words = review.text.split()
-    assert set(words) <= {"awful", "boring", "dull", "great", "wonderful", "superb"}  # none cut
-    if keep == "tail":
-        assert words[-1] == "superb"
-        assert "classified from its last 65,536 bytes" in lines[0]
-    else:
-        assert words[0] == "awful" and "great" not in words
-        assert "classified from its first 65,536 bytes" in lines[0]
-    assert len(lines) == 1
-
-
-def test_a_cut_inside_a_multibyte_character_is_not_a_decoding_warning(tmp_path):
-    path = tmp_path / "accents.txt"
-    path.write_text("é" * 100_000, encoding="utf-8")  # one long word, 2 bytes per character
-    for keep in ("head", "tail"):
-        lines: list[str] = []
-        (review,) = read_reviews([str(path)], Reporter(lines.append), max_bytes=65535, keep=keep)
-        assert set(review.text) == {"é"}
-        assert [line for line in lines if "warning" in line] == []
-
-
-def test_a_long_stdin_review_keeps_its_tail():
-    stream = io.BytesIO(b"first " * 50_000 + b"last")
-    lines: list[str] = []
-    (review,) = read_reviews(["-"], Reporter(lines.append), max_bytes=65536, stdin=stream)
-    assert review.source == "<stdin>" and review.text.split()[-1] == "last"
-    assert "300,004 bytes; classified from its last 65,536 bytes" in lines[0]
-
-
-# --- explain ---------------------------------------------------------------------------------
-
-
-def test_explain_writes_a_png(trained, reviews, tmp_path):
-    target = tmp_path / "figures" / "pos.png"
-    result = run("explain", str(reviews["pos"]), "-o", str(target))
-    assert result.exit_code == 0, result.output
-    data = target.read_bytes()
-    assert data[:8] == PNG_MAGIC and len(data) > 10_000
-    assert result.stdout.startswith(f"{target}: positive (P(positive) 0.")
-    assert "tokens, attention of encoder layer 1 of 1" in result.stdout
-
-
-def test_explain_writes_self_contained_html(trained, reviews, tmp_path):
-    target = tmp_path / "neg.html"
-    result = run("explain", str(reviews["neg"]), "-o", str(target))
-    assert result.exit_code == 0, result.output
-    page = target.read_text()
-    assert "Predicted: negative" in page and ">terrible</span>" in page
-    for external in ("<script", "http://", "https://", "<link", "src="):
-        assert external not in page
-
-
-def test_explain_stdin_to_the_default_file(trained, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    result = run("explain", "-", "--format", "html", stdin=POSITIVE.encode())
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "stdin.attention.html").is_file()
-    result = run("explain", "-", stdin=NEGATIVE.encode())
-    assert (tmp_path / "stdin.attention.png").read_bytes()[:8] == PNG_MAGIC
-
-
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (None, "no such file"),
-        (b" \n", "empty review (no text, or only whitespace)"),
-        (b"!!! ... ???", "no words left after standardization (nothing to explain)"),
-    ],
-    ids=["missing", "empty", "punctuation"],
-)
-def test_explain_bad_input(trained, tmp_path, content, message):
-    path = tmp_path / "review.txt"
-    if content is not None:
-        path.write_bytes(content)
-    result = run("explain", str(path), "-o", str(tmp_path / "out.png"))
-    assert result.exit_code == 1
-    assert err_lines(result) == [f"classify: {path}: {message}"]
-    assert not (tmp_path / "out.png").exists()
-
-
-def _untrained(variant: str, sequence_length: int = 12) -> keras.Model:
-    words = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
-    vectorizer = ReviewVectorizer(len(words) + 2, sequence_length, "tail", words)
-    cfg = ModelConfig(variant=variant, embed_dim=8, num_heads=2, ff_dim=8, num_layers=2)
-    return build_end_to_end(vectorizer, build_classifier(cfg, len(words) + 2, sequence_length))
-
-
-@pytest.mark.parametrize("variant", ["encoder", "block", "block_pos", "mha", "attention"])
-def test_attention_replay_matches_the_model(variant):
-    model = _untrained(variant)
-    words = "Great film, the plot was zyzzyva but dull and awful. Wonderful the film great!"
-    explanation = explain_text(model, words, source="x")
-    # The replayed stack gives the model's own output: the weights are the ones it used.
-    assert explanation.replayed_probability == pytest.approx(explanation.probability, abs=1e-5)
-    expected = "great film the plot was zyzzyva but dull and awful wonderful the film great"
-    assert explanation.tokens == expected.split()[-12:]  # the tail, as the vectorizer keeps it
-    assert explanation.dropped_words == 2
-    assert explanation.in_vocabulary[explanation.tokens.index("zyzzyva")] is False
-    assert explanation.attention.shape == (12,)
-    assert explanation.attention.sum() == pytest.approx(1.0, abs=1e-5)
-    assert (explanation.attention >= 0).all()
-    assert explanation.heads == (1 if variant == "attention" else 2)
-    short = explain_text(model, "great film")  # padded: padding gets no attention
-    assert short.tokens == ["great", "film"] and short.attention.sum() == pytest.approx(1.0)
-
-
-def test_attention_received_by_hand():
-    weights = np.array(
-        [
-            [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.3, 0.3, 0.4]],  # head 0; row 2 is padding
-            [[0.0, 1.0, 0.0], [0.5, 0.5, 0.0], [0.3, 0.3, 0.4]],  # head 1
-        ]
-    )
-    received = attention_received(weights, np.array([True, True, False]))
-    # Mean over heads: [[.25, .75], [.75, .25]]; mean over the two real queries: [.5, .5].
-    np.testing.assert_allclose(received, [0.5, 0.5, 0.0])
-
-
-# --- serving through MLflow ------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_mlflow_models_serve_answers_invocations(trained, store, tmp_path):
-    port = _free_port()
-    env = dict(os.environ, MLFLOW_TRACKING_URI=store)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # uvicorn
-    log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "mlflow", "models", "serve"]
-    command += ["-m", f"models:/{DEFAULT_MODEL_NAME}@newest", "--env-manager", "local"]
-    command += ["-p", str(port), "--host", "127.0.0.1"]
-    with log.open("wb") as output:
-        server = subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"{base}/ping", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            assert time.monotonic() < deadline, "no answer in 120 s:\n" + log.read_text()[-3000:]
-            time.sleep(1)
-        body = json.dumps({"inputs": [POSITIVE, NEGATIVE]}).encode()
-        request = urllib.request.Request(
-            f"{base}/invocations", data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            answer = json.loads(response.read())
-        predictions = answer["predictions"]
-        assert [p["label"] for p in predictions] == ["positive", "negative"]
-        assert predictions[0]["positive_probability"] > 0.5 > predictions[1]["positive_probability"]
-    finally:
-        _stop(server)
-
-
-def _stop(server: subprocess.Popen) -> None:
-    """Stop the server by its PID, with its process group (the uvicorn it started)."""
-    with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=20)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.pid, signal.SIGKILL)  # whatever of the group is left
-    server.wait(timeout=10)
 
 
 def test_predict_texts_takes_a_plain_list(model):
@@ -695,7 +274,7 @@ def _widths_seen(model: keras.Model, monkeypatch) -> list[tuple[int, int]]:
 
 @pytest.mark.parametrize("variant", ["encoder", "block", "block_pos", "mha", "attention"])
 def test_trimmed_batches_give_the_end_to_end_probabilities(variant, monkeypatch):
-    model = _untrained(variant, sequence_length=24)
+    model = untrained(variant, sequence_length=24)
     texts = _texts_of_many_lengths(90)
     shapes = _widths_seen(model, monkeypatch)
     probabilities = predict_texts(model, texts, batch_size=8)
@@ -740,7 +319,7 @@ def test_a_classifier_saved_with_a_fixed_length_is_trimmed_too(tmp_path, monkeyp
 
 def test_another_end_to_end_model_runs_whole():
     """Anything but ``classifier(vectorizer(texts))`` is run as it is, texts in."""
-    inner = _untrained("attention", sequence_length=24)
+    inner = untrained("attention", sequence_length=24)
     texts = keras.Input(shape=(), dtype="string")
     sharper = keras.layers.Activation("softmax")(inner(texts) * 3.0)
     model = keras.Model(texts, sharper)
@@ -751,7 +330,7 @@ def test_another_end_to_end_model_runs_whole():
 
 
 def test_the_cache_does_not_keep_a_model_alive():
-    model = _untrained("attention")
+    model = untrained("attention")
     predict_texts(model, ["great film", "dull"])
     alive = weakref.ref(model)
     del model

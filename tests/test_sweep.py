@@ -1,5 +1,5 @@
 """Sweeps on fixture data into a temporary MLflow store: the parent and its children, resuming
-an interrupted sweep, the comparison table and ``classify compare`` in every format."""
+an interrupted sweep, and ``classify compare`` of the finished sweep in every format."""
 
 from __future__ import annotations
 
@@ -12,71 +12,17 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pytest
-import yaml
-from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 import classifier.train as training
-from classifier.cli import cli
-from classifier.config import ConfigError
-from classifier.sweep import (
+from classifier.compare import (
     COLUMNS,
     CSV_COLUMNS,
-    ComparisonRow,
     compare,
-    expand,
     format_comparison,
-    group_key,
-    group_labels,
-    key_params,
-    load_spec,
-    spec_hash,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENT = "sweep-tests"
-REGISTERED = "imdb-sweep-test"
-EPOCHS = 2
-
-
-def spec_tree(fixture_data_dir: Path, **changes) -> dict:
-    """Two variants times two seeds, two epochs each, on the fixture data."""
-    tree = {
-        "name": "tiny",
-        "base": str(ROOT / "configs" / "default.yaml"),
-        "experiment": EXPERIMENT,
-        "overrides": {
-            "data.data_dir": str(fixture_data_dir),
-            "data.download": False,
-            "data.train_size": 120,
-            "data.val_size": 40,
-            "data.test_size": 80,
-            "data.vocab_size": 64,
-            "data.sequence_length": 24,
-            "data.batch_size": 16,
-            "model.num_layers": 1,
-            "train.epochs": EPOCHS,
-            "train.early_stopping_patience": None,
-            "train.learning_rate": 0.01,
-            "train.registered_model": REGISTERED,
-        },
-        "points": [
-            {"model.variant": "attention"},
-            {"model.variant": "encoder", "model.position": "learned"},
-        ],
-        "grid": {"train.seed": [1, 2]},
-    }
-    tree.update(changes)
-    return tree
-
-
-def write_spec(path: Path, tree: dict) -> Path:
-    path.write_text(yaml.safe_dump(tree, sort_keys=False))
-    return path
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli, list(args), prog_name="classify")
+from classifier.sweep_spec import expand, load_spec, spec_hash
+from tests.sweep_helpers import EPOCHS, EXPERIMENT, invoke, spec_tree, write_spec
 
 
 @pytest.fixture(scope="module")
@@ -129,110 +75,6 @@ def children(parent_run) -> list:
 
 def lines_starting(output: str, *words: str) -> list[str]:
     return [line for line in output.splitlines() if line.split(" ")[0] in words]
-
-
-# --------------------------------------------------------------------------- spec and points
-
-
-def test_spec_expands_points_times_grid(spec_path):
-    points = expand(load_spec(spec_path))
-    assert [p.name for p in points] == [
-        "attention seed=1",
-        "attention seed=2",
-        "encoder seed=1",
-        "encoder seed=2",
-    ]
-    assert points[2].overrides == {
-        "model.variant": "encoder",
-        "model.position": "learned",
-        "train.seed": 1,
-    }
-    cfg = points[3].config
-    assert (cfg.experiment, cfg.model.variant, cfg.model.position) == (
-        EXPERIMENT,
-        "encoder",
-        "learned",
-    )
-    assert (cfg.train.seed, cfg.train.epochs, cfg.data.train_size) == (2, EPOCHS, 120)
-    assert cfg.train.early_stopping_patience is None
-    assert len({p.config_hash for p in points}) == 4
-
-
-def test_dry_run_lists_points_without_touching_mlflow(spec_path, tmp_path, monkeypatch):
-    database = tmp_path / "untouched.db"
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{database}")
-    result = invoke("sweep", str(spec_path), "--dry-run")
-    assert result.exit_code == 0, result.output
-    lines = result.output.strip().splitlines()
-    points = expand(load_spec(spec_path))
-    assert lines[0].startswith(f"sweep tiny: 4 points in experiment {EXPERIMENT} (base ")
-    assert lines[0].endswith(f"spec hash {spec_hash(points)})")
-    assert lines[1].startswith("every point: data.data_dir=")
-    for line, point in zip(lines[2:], points, strict=True):
-        assert line.split()[0] == str(point.index)
-        assert point.name in line
-        assert "train.seed=" in line and line.endswith(f"config {point.config_hash}")
-    assert not database.exists()
-
-
-def test_yaml_values_survive_the_override_round_trip(tmp_path, fixture_data_dir):
-    tree = spec_tree(fixture_data_dir, points=None, grid={"train.learning_rate": [1.0e-5, 0.5]})
-    tree["overrides"]["data.data_dir"] = "null"  # a string, not null: kept as the text "null"
-    points = expand(load_spec(write_spec(tmp_path / "s.yaml", tree)))
-    assert [p.config.train.learning_rate for p in points] == [1.0e-5, 0.5]
-    assert points[0].config.data.data_dir == "null"
-    assert [p.label for p in points] == [  # no points: the base config's variant
-        "attention (learning_rate=1e-05)",
-        "attention (learning_rate=0.5)",
-    ]
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ({"colour": "red"}, "unknown key 'colour'; a sweep spec takes name, base, experiment"),
-        ({"base": "missing.yaml"}, "base config not found: "),
-        ({"name": 3}, "name must be a non-empty string, got 3"),
-        ({"points": {"model.variant": "mha"}}, "points must be a non-empty list of overrides"),
-        ({"grid": {"train.seed": 1}}, "grid.train.seed must be a non-empty list of values, got 1"),
-        ({"grid": {"train.seed": []}}, "grid.train.seed must be a non-empty list of values"),
-        ({"points": [{"model.colour": "red"}]}, "unknown config key 'model.colour'"),
-        ({"points": [{"model.variant": "rnn"}]}, "model.variant='rnn' is not one of"),
-        (
-            {"grid": {"model.num_heads": [2, 3]}},
-            "model.embed_dim=16 is not divisible by model.num_heads=3",
-        ),
-        ({"grid": {"train.epochs": ["many"]}}, "train.epochs must be int, got str 'many'"),
-        (
-            {"points": [{"experiment": "other"}]},
-            "points[1].experiment: a sweep cannot set 'experiment'",
-        ),
-        (
-            {"points": [{"model.variant": "mha"}, {"model.variant": "mha"}]},
-            "points 1 and 3 are the same run",
-        ),
-        ({"overrides": {"train.seed": [1, 2]}}, "overrides.train.seed must be a single value"),
-    ],
-)
-def test_bad_specs_are_rejected_naming_the_key(tmp_path, fixture_data_dir, change, message):
-    spec = write_spec(tmp_path / "bad.yaml", spec_tree(fixture_data_dir, **change))
-    with pytest.raises(ConfigError) as error:
-        expand(load_spec(spec))
-    assert message in str(error.value)
-    assert str(error.value).startswith(f"sweep spec {spec}")
-
-
-def test_bad_spec_is_one_line_with_exit_code_2(tmp_path, fixture_data_dir):
-    spec = write_spec(
-        tmp_path / "bad.yaml", spec_tree(fixture_data_dir, grid={"model.dropout": [1.5]})
-    )
-    result = invoke("sweep", str(spec), "--dry-run")
-    assert result.exit_code == 2
-    assert result.output.count("\n") == 1
-    assert result.output.startswith(f"classify: error: sweep spec {spec}, point 1 (")
-    assert "model.dropout must be in [0, 1), got 1.5" in result.output
-    missing = invoke("sweep", str(tmp_path / "nope.yaml"))
-    assert missing.exit_code == 2 and "not found" in missing.output
 
 
 # --------------------------------------------------------------------------- running
@@ -404,80 +246,3 @@ def test_compare_json_and_experiment(parent):
         assert isinstance(row["test_accuracy_std"], float)
         assert isinstance(row["parameters"], int)
         assert set(row) >= {"key_params", "best_val_accuracy", "epochs", "train_time_s"}
-
-
-def test_compare_errors_are_one_line(store):
-    both = invoke("compare", "--sweep", "abc", "--experiment", "x")
-    assert both.exit_code == 2
-    assert both.output == "classify: error: give --experiment or --sweep, not both\n"
-    missing = invoke("compare", "--sweep", "0123456789abcdef0123456789abcdef")
-    assert missing.exit_code == 2 and missing.output.startswith("classify: error: no run ")
-    unknown = invoke("compare", "--experiment", "no-such-experiment")
-    assert unknown.exit_code == 2
-    assert unknown.output == (f"classify: error: no experiment 'no-such-experiment' in {store}\n")
-
-
-# --------------------------------------------------------------------------- pure functions
-
-
-def test_group_labels_name_what_tells_groups_apart():
-    base = {"model.variant": "encoder", "model.position": "sinusoidal", "model.num_layers": "2"}
-    keys = [
-        group_key(base),
-        group_key({**base, "model.position": "learned"}),
-        group_key({**base, "model.variant": "mha"}),
-        group_key({**base, "train.seed": "7"}),  # the seed does not make a group
-    ]
-    labels = group_labels(keys)
-    assert labels[keys[0]] == "encoder (position=sinusoidal)"
-    assert labels[keys[1]] == "encoder (position=learned)"
-    assert labels[keys[2]] == "mha"
-    assert keys[3] == keys[0]
-
-
-def test_key_params_per_variant():
-    params = {
-        "model.embed_dim": "32",
-        "model.num_heads": "4",
-        "model.ff_dim": "64",
-        "model.num_layers": "2",
-        "model.position": "learned",
-        "model.norm_first": "True",
-    }
-    assert key_params({**params, "model.variant": "attention"}) == "d=32 pos=none"
-    assert key_params({**params, "model.variant": "mha"}) == "d=32 h=4 pos=none"
-    assert (
-        key_params({**params, "model.variant": "block_pos"}) == "d=32 h=4 ff=64 pos=learned pre-LN"
-    )
-    assert key_params({**params, "model.variant": "encoder"}) == (
-        "d=32 h=4 ff=64 L=2 pos=learned pre-LN"
-    )
-
-
-def test_formats_of_one_row():
-    row = ComparisonRow(
-        variant="encoder (position=learned)",
-        seeds=[3],
-        key_params="d=16 h=2 ff=64 L=2 pos=learned",
-        best_val_accuracy=0.87654,
-        test_accuracy_mean=0.87123,
-        test_accuracy_std=0.0,
-        epochs=7.0,
-        train_time_s=512.34,
-        parameters=171234,
-        run_ids=["r1"],
-    )
-    table = format_comparison([row], "table").splitlines()
-    assert table[1].split("  ")[0] == "encoder (position=learned)"
-    assert "0.8765" in table[1] and "0.8712 ± 0.0000" in table[1] and "171,234" in table[1]
-    assert format_comparison([row], "markdown").splitlines()[2] == (
-        "| encoder (position=learned) | 3 | d=16 h=2 ff=64 L=2 pos=learned | 0.8765 | "
-        "0.8712 ± 0.0000 | 7.0 | 512.3 | 171,234 |"
-    )
-    assert format_comparison([row], "csv").splitlines()[1] == (
-        "encoder (position=learned),3,d=16 h=2 ff=64 L=2 pos=learned,0.87654,0.87123,0.0,7.0,"
-        "512.34,171234"
-    )
-    assert json.loads(format_comparison([row], "json"))[0]["test_accuracy_std"] == 0.0
-    with pytest.raises(ValueError, match="unknown format 'xml'"):
-        format_comparison([row], "xml")

@@ -20,7 +20,8 @@ import yaml
 from click.testing import CliRunner
 
 from classifier.cli import cli
-from classifier.sweep import load_spec, run_sweep
+from classifier.sweep import run_sweep
+from classifier.sweep_spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = "sweep-server-test"

@@ -1,36 +1,42 @@
-"""Encoder-only IMDB classifiers: one builder per ``model.variant``.
+"""Encoder-only IMDB classifiers: one stack builder per ``model.variant``.
 
 Every variant maps token ids (B, T) to class probabilities (B, 2): an embedding, an attention
 stack, masked global average pooling (padding does not dilute the mean), dropout and a two-way
-softmax head. The padding mask (id 0 = padding) is computed once and passed explicitly.
+softmax head. The padding mask (id 0 = padding) is computed once and passed explicitly. Which
+builder a variant uses, and everything else about it, is in the registry
+(:mod:`classifier.models.variants`).
 
 | variant     | stack                                                                 |
 |-------------|-----------------------------------------------------------------------|
 | attention   | Embedding, ``keras.layers.Attention`` x2 (as :class:`MaskedAttention`) |
 | mha         | Embedding, ``keras.layers.MultiHeadAttention`` x2                      |
-| block       | Embedding, our TransformerBlock (no position information)             |
-| block_pos   | Embedding + learned positions, our TransformerBlock                   |
+| block       | Embedding, one of our EncoderLayer (no position information)          |
+| block_pos   | Embedding + learned positions, one EncoderLayer                       |
 | encoder     | Embedding + sinusoidal or learned positions, our Encoder (N layers)   |
 
 Example:
-    >>> model = build_classifier(ModelConfig(variant="encoder"), vocab_size=10_000, sequence_length=256)
-    >>> model(token_ids).shape  # (B, 2)
+    >>> from classifier.config import ModelConfig
+    >>> model = build_classifier(ModelConfig(variant="encoder"), vocab_size=100, sequence_length=8)
+    >>> model(np.array([[5, 7, 2, 0]])).shape
+    (1, 2)
 """
 
 from __future__ import annotations
 
 import keras
+import numpy as np  # noqa: F401 - used by the docstring example
 
 from classifier.config import ModelConfig
 from classifier.layers import (
     Encoder,
+    EncoderLayer,
     MaskedAttention,
     MaskedGlobalAveragePooling1D,
     TokenAndPositionEmbedding,
-    TransformerBlock,
     attention_mask,
     padding_mask,
 )
+from classifier.models import variants
 
 NUM_CLASSES = 2
 
@@ -43,14 +49,15 @@ def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) ->
     """
     token_ids = keras.Input(shape=(None,), dtype="int64", name="token_ids")
     mask = padding_mask(token_ids)  # (B, T) bool, True = real token
-    x = _STACKS[cfg.variant](cfg, token_ids, mask, vocab_size, sequence_length)
+    variant = variants.get(cfg.variant)
+    x = variant.build_stack()(cfg, token_ids, mask, vocab_size, sequence_length)
     x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)
     x = keras.layers.Dropout(cfg.dropout, name="head_dropout")(x)
     probabilities = keras.layers.Dense(NUM_CLASSES, activation="softmax", name="head")(x)
-    return keras.Model(token_ids, probabilities, name=f"imdb_{cfg.variant}")
+    return keras.Model(token_ids, probabilities, name=variant.model_name)
 
 
-def _embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, position=None):
+def embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, position=None):
     embedding = TokenAndPositionEmbedding(
         vocab_size,
         sequence_length,
@@ -63,15 +70,17 @@ def _embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, p
     return embedding(token_ids)
 
 
-def _attention(cfg, token_ids, mask, vocab_size, sequence_length):
-    x = _embed(cfg, token_ids, vocab_size, sequence_length)
+def attention_stack(cfg, token_ids, mask, vocab_size, sequence_length):
+    """``keras.layers.Attention`` twice, as :class:`MaskedAttention` (one head, no weights)."""
+    x = embed(cfg, token_ids, vocab_size, sequence_length)
     for i in range(2):
         x = MaskedAttention(name=f"attention_{i}")([x, x], mask=[mask, mask])
     return x
 
 
-def _mha(cfg, token_ids, mask, vocab_size, sequence_length):
-    x = _embed(cfg, token_ids, vocab_size, sequence_length)
+def mha_stack(cfg, token_ids, mask, vocab_size, sequence_length):
+    """``keras.layers.MultiHeadAttention`` twice (no residuals or feed-forward)."""
+    x = embed(cfg, token_ids, vocab_size, sequence_length)
     pairs = attention_mask(mask, mask)  # (B, T, T)
     for i in range(2):
         x = keras.layers.MultiHeadAttention(
@@ -80,9 +89,10 @@ def _mha(cfg, token_ids, mask, vocab_size, sequence_length):
     return x
 
 
-def _block(cfg, token_ids, mask, vocab_size, sequence_length, position=None):
-    x = _embed(cfg, token_ids, vocab_size, sequence_length, position=position)
-    block = TransformerBlock(
+def block_stack(cfg, token_ids, mask, vocab_size, sequence_length, position=None):
+    """One :class:`EncoderLayer`: the keras-io IMDB example's transformer block, masked."""
+    x = embed(cfg, token_ids, vocab_size, sequence_length, position=position)
+    block = EncoderLayer(
         cfg.embed_dim,
         cfg.num_heads,
         cfg.ff_dim,
@@ -93,12 +103,14 @@ def _block(cfg, token_ids, mask, vocab_size, sequence_length, position=None):
     return block(x, padding_mask=mask)
 
 
-def _block_pos(cfg, token_ids, mask, vocab_size, sequence_length):
-    return _block(cfg, token_ids, mask, vocab_size, sequence_length, position="learned")
+def block_pos_stack(cfg, token_ids, mask, vocab_size, sequence_length):
+    """Learned positions, then one :class:`EncoderLayer`."""
+    return block_stack(cfg, token_ids, mask, vocab_size, sequence_length, position="learned")
 
 
-def _encoder(cfg, token_ids, mask, vocab_size, sequence_length):
-    x = _embed(cfg, token_ids, vocab_size, sequence_length, position=cfg.position)
+def encoder_stack(cfg, token_ids, mask, vocab_size, sequence_length):
+    """``model.position`` positions, then our :class:`Encoder` of ``model.num_layers``."""
+    x = embed(cfg, token_ids, vocab_size, sequence_length, position=cfg.position)
     encoder = Encoder(
         cfg.num_layers,
         cfg.embed_dim,
@@ -109,15 +121,6 @@ def _encoder(cfg, token_ids, mask, vocab_size, sequence_length):
         name="encoder",
     )
     return encoder(x, padding_mask=mask)
-
-
-_STACKS = {
-    "attention": _attention,
-    "mha": _mha,
-    "block": _block,
-    "block_pos": _block_pos,
-    "encoder": _encoder,
-}
 
 
 def build_end_to_end(vectorizer: keras.layers.Layer, classifier: keras.Model) -> keras.Model:

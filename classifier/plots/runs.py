@@ -1,117 +1,14 @@
-"""Figures written as PNG files with matplotlib's Agg canvas (no display, no pyplot state)."""
+"""Figures of training runs and sweeps: curves, confusion matrix, accuracy per variant."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-__all__ = [
-    "plot_attention_heads",
-    "plot_confusion_matrix",
-    "plot_positional_encoding",
-    "plot_test_accuracy_by_variant",
-    "plot_training_curves",
-    "plot_validation_accuracy_by_variant",
-]
-
-
-def _save(figure: Figure, path: str | Path) -> Path:
-    """Render ``figure`` with the Agg backend to ``path`` (parents created); return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(figure)
-    figure.savefig(path, format="png", dpi=100, bbox_inches="tight")
-    return path
-
-
-def plot_positional_encoding(
-    path: str | Path, length: int, d_model: int, max_wavelength: float = 10000.0
-) -> Path:
-    """Heatmap of the sinusoidal position-encoding table, as in the TensorFlow tutorial.
-
-    Args:
-        path: PNG file to write.
-        length: number of positions (rows).
-        d_model: encoding width (columns).
-        max_wavelength: the base of the sinusoids (10000 in the paper).
-
-    Returns:
-        The path written.
-
-    Example:
-        >>> plot_positional_encoding("artefacts/positional_encoding.png", 2048, 512)
-    """
-    from keras import ops
-
-    from classifier.layers.positional import sinusoidal_position_encoding
-
-    table = ops.convert_to_numpy(sinusoidal_position_encoding(length, d_model, max_wavelength))
-    figure = Figure(figsize=(8, 5))
-    axes = figure.add_subplot()
-    image = axes.pcolormesh(table.T, cmap="RdBu", vmin=-1.0, vmax=1.0)
-    axes.set_xlabel("Position")
-    axes.set_ylabel("Depth (even: sin, odd: cos)")
-    axes.set_title(f"Sinusoidal position encoding ({length} x {d_model})")
-    figure.colorbar(image, ax=axes)
-    return _save(figure, path)
-
-
-def plot_attention_heads(
-    path: str | Path,
-    weights: Any,
-    query_tokens: Sequence[str],
-    key_tokens: Sequence[str],
-    max_columns: int = 4,
-) -> Path:
-    """Attention-weight heatmaps for one sequence: one panel per head, tokens on both axes.
-
-    Args:
-        path: PNG file to write.
-        weights: attention weights of one sequence, (h, T, S) or (T, S); a leading batch axis of
-            size 1, (1, h, T, S), is dropped.
-        query_tokens: T labels for the rows (queries).
-        key_tokens: S labels for the columns (keys).
-        max_columns: panels per row.
-
-    Returns:
-        The path written.
-
-    Example:
-        >>> _, w = block(x[:1], return_attention_scores=True)  # (1, h, T, T)
-        >>> plot_attention_heads("attention.png", w, tokens, tokens)
-    """
-    weights = np.asarray(weights, dtype="float32")
-    if weights.ndim == 4 and weights.shape[0] == 1:
-        weights = weights[0]
-    if weights.ndim == 2:
-        weights = weights[None]
-    if weights.ndim != 3:
-        raise ValueError(f"Expected weights of shape (h, T, S), got {weights.shape}.")
-    heads, t, s = weights.shape
-    if len(query_tokens) != t or len(key_tokens) != s:
-        raise ValueError(
-            f"weights are (h={heads}, T={t}, S={s}) but got {len(query_tokens)} query tokens "
-            f"and {len(key_tokens)} key tokens."
-        )
-    columns = min(heads, max_columns)
-    rows = -(-heads // columns)
-    panel = max(2.5, 0.3 * max(t, s))
-    figure = Figure(figsize=(panel * columns + 1, panel * rows), layout="constrained")
-    image = None
-    for head in range(heads):
-        axes = figure.add_subplot(rows, columns, head + 1)
-        image = axes.matshow(weights[head], cmap="viridis", vmin=0.0, vmax=1.0)
-        axes.set_title(f"Head {head}")
-        axes.set_xticks(range(s), labels=list(key_tokens), rotation=90)
-        axes.set_yticks(range(t), labels=list(query_tokens))
-        axes.tick_params(labelsize=8)
-    figure.colorbar(image, ax=figure.axes, shrink=0.8)
-    return _save(figure, path)
+from classifier.plots.canvas import save
 
 
 def plot_training_curves(
@@ -141,7 +38,7 @@ def plot_training_curves(
         axes.set_title(metric)
         axes.grid(alpha=0.3)
         axes.legend()
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def plot_confusion_matrix(
@@ -171,7 +68,7 @@ def plot_confusion_matrix(
     axes.set_xlabel("predicted")
     axes.set_ylabel("true")
     axes.set_title(f"accuracy {np.trace(counts) / max(counts.sum(), 1):.3f}")
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def plot_test_accuracy_by_variant(
@@ -220,7 +117,7 @@ def plot_test_accuracy_by_variant(
     axes.set_ylabel("test accuracy (mean ± std over seeds)")
     axes.set_title("Test accuracy per variant")
     axes.grid(axis="y", alpha=0.3, zorder=0)
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def plot_validation_accuracy_by_variant(
@@ -262,4 +159,4 @@ def plot_validation_accuracy_by_variant(
     axes.set_title("Validation accuracy per epoch")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
-    return _save(figure, path)
+    return save(figure, path)

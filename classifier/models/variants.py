@@ -1,0 +1,170 @@
+"""The variant registry: one entry per ``model.variant``; everything else asks it.
+
+An entry knows its builder (the attention stack between the embedding and the pooled
+two-way head, see :mod:`classifier.models.classifier`), which layer's attention
+``classify explain`` shows, the config keys the variant uses (for sweep labels and the key
+params of ``classify compare``) and its position signal. ``config`` validates
+``model.variant`` against :func:`names`. Adding a variant is one :func:`register` call here
+plus its builder.
+
+This module imports no Keras: builders are named as ``"module:function"`` and imported when a
+model is built, so that a config can be checked in milliseconds.
+
+Example:
+    >>> get("encoder").explained_layer
+    'encoder'
+    >>> "bogus" in names()
+    False
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: Config keys that size a model, with the short names ``classify compare`` shows.
+SIZE_KEYS = (
+    ("model.embed_dim", "d"),
+    ("model.num_heads", "h"),
+    ("model.ff_dim", "ff"),
+    ("model.num_layers", "L"),
+)
+CLASSIFIER_PREFIX = "imdb_"  # a classifier model is named imdb_<variant>
+
+#: A builder maps ``(ModelConfig, token_ids, mask, vocab_size, sequence_length)`` to the hidden
+#: sequence (B, T, d) that is pooled into the head.
+Builder = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One classifier variant.
+
+    Attributes:
+        name: the ``model.variant`` value.
+        builder: the stack builder, or ``"module:function"`` naming it (imported when used).
+        explained_layer: name of the layer whose attention weights ``classify explain`` shows;
+            it must accept ``return_attention_scores=True``. A layer that returns a list of
+            weights (a stack) is explained by its last entry.
+        explained_as: that attention in words, for captions; ``{last}`` is replaced by the
+            number of attention layers in it.
+        keys: the ``model.*`` config keys the variant uses (besides ``model.variant``).
+        position: its fixed position signal (``"none"``, ``"learned"``), or ``None`` when
+            ``model.position`` chooses it.
+    """
+
+    name: str
+    builder: Builder | str
+    explained_layer: str
+    explained_as: str
+    keys: tuple[str, ...]
+    position: str | None = None
+
+    def build_stack(self) -> Builder:
+        """The builder function (imported on first use when named as a string)."""
+        if callable(self.builder):
+            return self.builder
+        module, _, function = self.builder.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+    @property
+    def model_name(self) -> str:
+        """The name of this variant's classifier model, e.g. ``imdb_encoder``."""
+        return f"{CLASSIFIER_PREFIX}{self.name}"
+
+
+_VARIANTS: dict[str, Variant] = {}
+
+
+def register(variant: Variant) -> Variant:
+    """Add a variant (or replace the one of the same name); return it."""
+    _VARIANTS[variant.name] = variant
+    return variant
+
+
+def unregister(name: str) -> None:
+    """Remove a variant (tests add throwaway ones)."""
+    _VARIANTS.pop(name, None)
+
+
+def names() -> tuple[str, ...]:
+    """The registered variant names, in registration order."""
+    return tuple(_VARIANTS)
+
+
+def get(name: str) -> Variant:
+    """The variant called ``name``.
+
+    Raises:
+        KeyError: no such variant (``config.validate`` turns this into a one-line error).
+    """
+    return _VARIANTS[name]
+
+
+def variant_of_model(model_name: str) -> Variant | None:
+    """The variant whose classifier is named ``model_name`` (``imdb_<variant>``), if any.
+
+    Example:
+        >>> variant_of_model("imdb_mha").name
+        'mha'
+    """
+    if not model_name.startswith(CLASSIFIER_PREFIX):
+        return None
+    return _VARIANTS.get(model_name.removeprefix(CLASSIFIER_PREFIX))
+
+
+_SHARED = ("model.embed_dim", "model.dropout", "model.scale_embeddings")
+_BLOCK = (*_SHARED, "model.num_heads", "model.ff_dim", "model.norm_first")
+_BUILDERS = "classifier.models.classifier"
+
+register(
+    Variant(
+        "attention",
+        f"{_BUILDERS}:attention_stack",
+        explained_layer="attention_1",
+        explained_as="Attention layer 2 of 2",
+        keys=_SHARED,
+        position="none",
+    )
+)
+register(
+    Variant(
+        "mha",
+        f"{_BUILDERS}:mha_stack",
+        explained_layer="mha_1",
+        explained_as="MultiHeadAttention layer 2 of 2",
+        keys=(*_SHARED, "model.num_heads"),
+        position="none",
+    )
+)
+register(
+    Variant(
+        "block",
+        f"{_BUILDERS}:block_stack",
+        explained_layer="transformer_block",
+        explained_as="the transformer block",
+        keys=_BLOCK,
+        position="none",
+    )
+)
+register(
+    Variant(
+        "block_pos",
+        f"{_BUILDERS}:block_pos_stack",
+        explained_layer="transformer_block",
+        explained_as="the transformer block",
+        keys=_BLOCK,
+        position="learned",
+    )
+)
+register(
+    Variant(
+        "encoder",
+        f"{_BUILDERS}:encoder_stack",
+        explained_layer="encoder",
+        explained_as="encoder layer {last} of {last}",
+        keys=(*_BLOCK, "model.num_layers", "model.position"),
+    )
+)

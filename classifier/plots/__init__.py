@@ -1,0 +1,38 @@
+"""Every figure, written as PNG files with matplotlib's Agg canvas (no display, no pyplot state).
+
+``attention``: the sinusoidal position table, attention heads, a review shaded by attention.
+``runs``: training curves, the confusion matrix, accuracy per variant of a sweep.
+
+Example:
+    >>> from classifier import plots
+    >>> plots.plot_training_curves("/tmp/curves.png", {"train_loss": [0.6, 0.4]})
+    PosixPath('/tmp/curves.png')
+"""
+
+from classifier.plots.attention import (
+    COLOUR_MAP,
+    LABEL_COLOURS,
+    plot_attention_heads,
+    plot_positional_encoding,
+    plot_token_attention,
+    token_colours,
+)
+from classifier.plots.runs import (
+    plot_confusion_matrix,
+    plot_test_accuracy_by_variant,
+    plot_training_curves,
+    plot_validation_accuracy_by_variant,
+)
+
+__all__ = [
+    "COLOUR_MAP",
+    "LABEL_COLOURS",
+    "plot_attention_heads",
+    "plot_confusion_matrix",
+    "plot_positional_encoding",
+    "plot_test_accuracy_by_variant",
+    "plot_token_attention",
+    "plot_training_curves",
+    "plot_validation_accuracy_by_variant",
+    "token_colours",
+]

@@ -1,0 +1,252 @@
+"""Figures of attention: the sinusoidal table, attention heads, a review shaded by attention."""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from classifier.plots.canvas import save
+
+LABEL_COLOURS = {"positive": "#1a7f37", "negative": "#b42318"}
+COLOUR_MAP = "Oranges"  # of the token shading in explain's figures
+
+
+def plot_positional_encoding(
+    path: str | Path, length: int, d_model: int, max_wavelength: float = 10000.0
+) -> Path:
+    """Heatmap of the sinusoidal position-encoding table, as in the TensorFlow tutorial.
+
+    Args:
+        path: PNG file to write.
+        length: number of positions (rows).
+        d_model: encoding width (columns).
+        max_wavelength: the base of the sinusoids (10000 in the paper).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> plot_positional_encoding("artefacts/positional_encoding.png", 2048, 512)
+    """
+    from keras import ops
+
+    from classifier.layers.positional import sinusoidal_position_encoding
+
+    table = ops.convert_to_numpy(sinusoidal_position_encoding(length, d_model, max_wavelength))
+    figure = Figure(figsize=(8, 5))
+    axes = figure.add_subplot()
+    image = axes.pcolormesh(table.T, cmap="RdBu", vmin=-1.0, vmax=1.0)
+    axes.set_xlabel("Position")
+    axes.set_ylabel("Depth (even: sin, odd: cos)")
+    axes.set_title(f"Sinusoidal position encoding ({length} x {d_model})")
+    figure.colorbar(image, ax=axes)
+    return save(figure, path)
+
+
+def plot_attention_heads(
+    path: str | Path,
+    weights: Any,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    max_columns: int = 4,
+) -> Path:
+    """Attention-weight heatmaps for one sequence: one panel per head, tokens on both axes.
+
+    Args:
+        path: PNG file to write.
+        weights: attention weights of one sequence, (h, T, S) or (T, S); a leading batch axis of
+            size 1, (1, h, T, S), is dropped.
+        query_tokens: T labels for the rows (queries).
+        key_tokens: S labels for the columns (keys).
+        max_columns: panels per row.
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> _, w = block(x[:1], return_attention_scores=True)  # (1, h, T, T)
+        >>> plot_attention_heads("attention.png", w, tokens, tokens)
+    """
+    weights = np.asarray(weights, dtype="float32")
+    if weights.ndim == 4 and weights.shape[0] == 1:
+        weights = weights[0]
+    if weights.ndim == 2:
+        weights = weights[None]
+    if weights.ndim != 3:
+        raise ValueError(f"Expected weights of shape (h, T, S), got {weights.shape}.")
+    heads, t, s = weights.shape
+    if len(query_tokens) != t or len(key_tokens) != s:
+        raise ValueError(
+            f"weights are (h={heads}, T={t}, S={s}) but got {len(query_tokens)} query tokens "
+            f"and {len(key_tokens)} key tokens."
+        )
+    columns = min(heads, max_columns)
+    rows = -(-heads // columns)
+    panel = max(2.5, 0.3 * max(t, s))
+    figure = Figure(figsize=(panel * columns + 1, panel * rows), layout="constrained")
+    image = None
+    for head in range(heads):
+        axes = figure.add_subplot(rows, columns, head + 1)
+        image = axes.matshow(weights[head], cmap="viridis", vmin=0.0, vmax=1.0)
+        axes.set_title(f"Head {head}")
+        axes.set_xticks(range(s), labels=list(key_tokens), rotation=90)
+        axes.set_yticks(range(t), labels=list(query_tokens))
+        axes.tick_params(labelsize=8)
+    figure.colorbar(image, ax=figure.axes, shrink=0.8)
+    return save(figure, path)
+
+
+def token_colours(shares: Sequence[float] | np.ndarray, top: float) -> np.ndarray:
+    """RGBA per token: its share of the attention, scaled so that ``top`` is darkest.
+
+    Example:
+        >>> token_colours([0.0, 0.5], top=0.5).shape
+        (2, 4)
+    """
+    from matplotlib import colormaps
+
+    scaled = np.minimum(np.asarray(shares, dtype=float) / max(top, 1e-12), 1.0)
+    return colormaps[COLOUR_MAP](0.05 + 0.9 * scaled)
+
+
+def plot_token_attention(
+    path: str | Path,
+    tokens: Sequence[str],
+    in_vocabulary: Sequence[bool],
+    shares: np.ndarray,
+    label: str,
+    probability: float,
+    caption: str,
+    top_words: Sequence[tuple[str, float, int]],
+    width: float = 11.0,
+) -> Path:
+    """Write a PNG: the predicted label, the review's tokens shaded by the attention they
+    receive, a colour bar, and the most attended words as bars.
+
+    Args:
+        path: PNG file to write (parents are created).
+        tokens: the words the model saw; ``in_vocabulary`` per word (others are in italics).
+        shares: (n,) the attention each token receives.
+        label, probability: the prediction (label and P(positive)), as the title.
+        caption: what the picture shows, under the title.
+        top_words: ``(word, share, times)`` for the bar chart, most attended first.
+        width: figure width in inches; the height follows the length of the review.
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> plot_token_attention("/tmp/great.png", ["great", "film"], [True, True],
+        ...     np.array([0.7, 0.3]), "positive", 0.93, "2 tokens", [("great", 0.7, 1)])
+        PosixPath('/tmp/great.png')
+    """
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+    from matplotlib.font_manager import FontProperties
+
+    dpi, size = 100, 11.0
+    regular, italic = FontProperties(size=size), FontProperties(size=size, style="italic")
+    renderer = FigureCanvasAgg(Figure(dpi=dpi)).get_renderer()
+    margin, pad, space, line = 0.45 * 72, 2.0, 0.42 * size, 1.95 * size  # points
+    usable = width * 72 - 2 * margin
+    places: list[tuple[float, int]] = []
+    x, row = 0.0, 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # missing glyphs of exotic characters
+        for token, known in zip(tokens, in_vocabulary, strict=True):
+            font = regular if known else italic
+            w = renderer.get_text_width_height_descent(token, font, ismath=False)[0] * 72 / dpi
+            if x > 0 and x + w + 2 * pad > usable:
+                x, row = 0.0, row + 1
+            places.append((x + pad, row))
+            x += w + 2 * pad + space
+
+    caption = textwrap.fill(caption, 150)
+    header = 56.0 + 11.0 * (caption.count("\n") + 1)  # points, from the top down
+    text_height = (row + 1) * line + 8
+    colourbar_top = header + text_height + 6
+    chart_top = colourbar_top + 12 + 56  # the colour bar, its ticks and label, the chart title
+    chart_height = 20.0 * len(top_words)
+    height = chart_top + chart_height + 46  # the chart's ticks and label
+    figure = Figure(figsize=(width, height / 72), dpi=dpi)
+
+    def fy(points_from_top: float) -> float:
+        return 1 - points_from_top / height
+
+    colour = LABEL_COLOURS.get(label, "black")
+    figure.text(
+        margin / (width * 72),
+        fy(28),
+        f"Predicted: {label}",
+        fontsize=17,
+        fontweight="bold",
+        color=colour,
+        parse_math=False,
+    )
+    figure.text(
+        (margin + 250) / (width * 72),
+        fy(28),
+        f"P(positive) = {probability:.3f}",
+        fontsize=13,
+        parse_math=False,
+    )
+    figure.text(
+        margin / (width * 72),
+        fy(44),
+        caption,
+        fontsize=8.5,
+        color="#444444",
+        va="top",
+        parse_math=False,
+    )
+    top_share = float(np.max(shares)) if len(shares) else 1.0
+    colours = token_colours(shares, top_share)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for (px, prow), token, known, rgba, share in zip(
+            places,
+            tokens,
+            in_vocabulary,
+            colours,
+            np.asarray(shares) / max(top_share, 1e-12),
+            strict=True,
+        ):
+            figure.text(
+                (margin + px) / (width * 72),
+                fy(header + (prow + 0.75) * line),
+                token,
+                fontproperties=regular if known else italic,
+                color="white" if share > 0.65 else "black",
+                bbox={"boxstyle": "round,pad=0.18", "facecolor": rgba, "edgecolor": "none"},
+                parse_math=False,
+            )
+
+    left = margin / (width * 72)
+    cax = figure.add_axes((left, fy(colourbar_top + 12), 0.35, 12 / height))
+    mappable = ScalarMappable(Normalize(0, top_share), COLOUR_MAP)
+    figure.colorbar(mappable, cax=cax, orientation="horizontal")
+    cax.set_xlabel("share of the attention the token receives", fontsize=8.5)
+    cax.tick_params(labelsize=8)
+
+    axes = figure.add_axes((left + 0.12, fy(chart_top + chart_height), 0.55, chart_height / height))
+    labels = [f"{word} (x{times})" if times > 1 else word for word, _, times in top_words]
+    bars = [share for _, share, _ in top_words]
+    positions = np.arange(len(top_words))[::-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        axes.barh(positions, bars, color=token_colours(bars, top_share), height=0.75)
+        axes.set_yticks(positions, labels=labels, fontsize=9)
+    axes.set_title(f"Most attended words (of {len(tokens)} tokens)", fontsize=10)
+    axes.set_xlabel("share of the attention received (its most attended occurrence)", fontsize=8.5)
+    axes.tick_params(axis="x", labelsize=8)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+
+    return save(figure, path, bbox_inches=None)

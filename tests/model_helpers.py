@@ -1,0 +1,53 @@
+"""Helpers shared by the tests of predict, registry, explain and reviews: the CLI runner, the
+texts, a tiny untrained end-to-end model."""
+
+from __future__ import annotations
+
+import keras
+from click.testing import CliRunner
+
+from classifier.cli import cli
+from classifier.config import ModelConfig
+from classifier.data import ReviewVectorizer
+from classifier.models.classifier import build_classifier, build_end_to_end
+
+POSITIVE = "a great and wonderful film, superb. loved it, brilliant and moving"
+NEGATIVE = "awful, boring and dull. a terrible waste, i hated the plot"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+BIG = 50 * 1024 * 1024
+VARIANTS = ("encoder", "block", "block_pos", "mha", "attention")
+
+
+def run(*args: str, stdin: bytes | None = None):
+    result = CliRunner().invoke(cli, list(args), input=stdin, prog_name="classify")
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def err_lines(result) -> list[str]:
+    return result.stderr.splitlines()
+
+
+def table_rows(result) -> list[list[str]]:
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["label", "P(positive)", "source"]
+    return [line.split(maxsplit=2) for line in lines[1:]]
+
+
+def one_error_line(result, *fragments: str) -> str:
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    (line,) = err_lines(result)
+    assert line.startswith("classify: error: ")
+    for fragment in fragments:
+        assert fragment in line, line
+    return line
+
+
+def untrained(variant: str, sequence_length: int = 12) -> keras.Model:
+    """A small end-to-end model of ``variant`` with random weights and a seven-word vocabulary."""
+    words = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
+    vectorizer = ReviewVectorizer(len(words) + 2, sequence_length, "tail", words)
+    cfg = ModelConfig(variant=variant, embed_dim=8, num_heads=2, ff_dim=8, num_layers=2)
+    return build_end_to_end(vectorizer, build_classifier(cfg, len(words) + 2, sequence_length))

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from classifier.layers.attention import MultiHeadAttention
+from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask, causal_mask, combine_masks
 from classifier.layers.normalization import LayerNormalization
@@ -25,14 +26,6 @@ def _decoder_masks(
     )
     cross_mask = attention_mask(decoder_padding_mask, encoder_padding_mask)
     return self_mask, cross_mask
-
-
-def _check_width(layer: keras.layers.Layer, shape: Any, d_model: int) -> None:
-    if shape[-1] is not None and shape[-1] != d_model:
-        raise ValueError(
-            f"Layer '{layer.name}' expects decoder inputs of width d_model={d_model}, "
-            f"got shape {shape}."
-        )
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -132,7 +125,7 @@ class DecoderLayer(keras.layers.Layer):
         self.feed_forward_norm = LayerNormalization(epsilon, name="feed_forward_norm", dtype=policy)
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape):
-        _check_width(self, decoder_sequence_shape, self.d_model)
+        check_width(self, decoder_sequence_shape, self.d_model, what="decoder inputs")
         self.self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
         self.self_attention_norm.build(decoder_sequence_shape)
         self.cross_attention.build(decoder_sequence_shape, encoder_sequence_shape)
@@ -310,7 +303,7 @@ class Decoder(keras.layers.Layer):
         )
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape):
-        _check_width(self, decoder_sequence_shape, self.d_model)
+        check_width(self, decoder_sequence_shape, self.d_model, what="decoder inputs")
         for layer in self.decoder_layers:
             layer.build(decoder_sequence_shape, encoder_sequence_shape)
         if self.final_norm is not None:

@@ -7,18 +7,12 @@ from typing import Any
 import keras
 
 from classifier.layers.attention import MultiHeadAttention
+from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask
 from classifier.layers.normalization import LayerNormalization
 
 __all__ = ["Encoder", "EncoderLayer", "TransformerBlock"]
-
-
-def _check_width(layer: keras.layers.Layer, shape: Any, d_model: int) -> None:
-    if shape[-1] is not None and shape[-1] != d_model:
-        raise ValueError(
-            f"Layer '{layer.name}' expects inputs of width d_model={d_model}, got shape {shape}."
-        )
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -109,7 +103,7 @@ class EncoderLayer(keras.layers.Layer):
         self.feed_forward_norm = LayerNormalization(epsilon, name="feed_forward_norm", dtype=policy)
 
     def build(self, input_shape):
-        _check_width(self, input_shape, self.d_model)
+        check_width(self, input_shape, self.d_model)
         self.self_attention.build(input_shape, input_shape)
         self.attention_norm.build(input_shape)
         self.feed_forward.build(input_shape)
@@ -291,7 +285,7 @@ class Encoder(keras.layers.Layer):
         )
 
     def build(self, input_shape):
-        _check_width(self, input_shape, self.d_model)
+        check_width(self, input_shape, self.d_model)
         for layer in self.encoder_layers:
             layer.build(input_shape)
         if self.final_norm is not None:

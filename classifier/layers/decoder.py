@@ -11,7 +11,7 @@ from classifier.layers.attention import MultiHeadAttention
 from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask, causal_mask, combine_masks
-from classifier.layers.normalization import LayerNormalization
+from classifier.layers.normalization import LayerNormalization, residual_sublayer
 
 __all__ = ["Decoder", "DecoderLayer"]
 
@@ -133,15 +133,6 @@ class DecoderLayer(keras.layers.Layer):
         self.feed_forward.build(decoder_sequence_shape)
         self.feed_forward_norm.build(decoder_sequence_shape)
 
-    def _sublayer(self, x, norm, dropout, fn, training):
-        """Residual connection around ``fn`` (post-LN or pre-LN); returns (output, extra)."""
-        h = norm(x) if self.norm_first else x
-        h, extra = fn(h)
-        out = x + dropout(h, training=training)
-        if not self.norm_first:
-            out = norm(out)
-        return out, extra
-
     def call(
         self,
         decoder_sequence,
@@ -161,16 +152,17 @@ class DecoderLayer(keras.layers.Layer):
             decoder_sequence, decoder_padding_mask, encoder_padding_mask
         )
 
-        x, self_weights = self._sublayer(
+        x, self_weights = residual_sublayer(
             decoder_sequence,
             self.self_attention_norm,
             self.self_attention_dropout,
             lambda h: self.self_attention(
                 h, h, attention_mask=self_mask, training=training, return_attention_scores=True
             ),
-            training,
+            norm_first=self.norm_first,
+            training=training,
         )
-        x, cross_weights = self._sublayer(
+        x, cross_weights = residual_sublayer(
             x,
             self.cross_attention_norm,
             self.cross_attention_dropout,
@@ -181,14 +173,16 @@ class DecoderLayer(keras.layers.Layer):
                 training=training,
                 return_attention_scores=True,
             ),
-            training,
+            norm_first=self.norm_first,
+            training=training,
         )
-        x, _ = self._sublayer(
+        x, _ = residual_sublayer(
             x,
             self.feed_forward_norm,
             self.feed_forward_dropout,
             lambda h: (self.feed_forward(h), None),
-            training,
+            norm_first=self.norm_first,
+            training=training,
         )
         if return_attention_scores:
             return x, self_weights, cross_weights

@@ -10,7 +10,7 @@ from classifier.layers.attention import MultiHeadAttention
 from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask
-from classifier.layers.normalization import LayerNormalization
+from classifier.layers.normalization import LayerNormalization, residual_sublayer
 
 __all__ = ["Encoder", "EncoderLayer", "TransformerBlock"]
 
@@ -121,25 +121,27 @@ class EncoderLayer(keras.layers.Layer):
             padding_mask = mask
         attn_mask = attention_mask(padding_mask, padding_mask)
 
-        residual = x
-        h = self.attention_norm(x) if self.norm_first else x
-        h, weights = self.self_attention(
-            h, h, attention_mask=attn_mask, training=training, return_attention_scores=True
+        x, weights = residual_sublayer(
+            x,
+            self.attention_norm,
+            self.attention_dropout_layer,
+            lambda h: self.self_attention(
+                h, h, attention_mask=attn_mask, training=training, return_attention_scores=True
+            ),
+            norm_first=self.norm_first,
+            training=training,
         )
-        h = residual + self.attention_dropout_layer(h, training=training)
-        if not self.norm_first:
-            h = self.attention_norm(h)
-
-        residual = h
-        f = self.feed_forward_norm(h) if self.norm_first else h
-        f = self.feed_forward(f)
-        out = residual + self.feed_forward_dropout(f, training=training)
-        if not self.norm_first:
-            out = self.feed_forward_norm(out)
-
+        x, _ = residual_sublayer(
+            x,
+            self.feed_forward_norm,
+            self.feed_forward_dropout,
+            lambda h: (self.feed_forward(h), None),
+            norm_first=self.norm_first,
+            training=training,
+        )
         if return_attention_scores:
-            return out, weights
-        return out
+            return x, weights
+        return x
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()

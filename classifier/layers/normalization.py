@@ -1,13 +1,14 @@
-"""Layer normalization from scratch, and the residual "Add & Norm" sublayer connection."""
+"""Layer normalization from scratch, and the residual sublayer connection around it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
 from keras import ops
 
-__all__ = ["AddNorm", "LayerNormalization"]
+__all__ = ["AddNorm", "LayerNormalization", "residual_sublayer"]
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -74,6 +75,56 @@ class LayerNormalization(keras.layers.Layer):
         config = super().get_config()
         config.update({"epsilon": self.epsilon, "center": self.center, "scale": self.scale})
         return config
+
+
+def residual_sublayer(
+    x: Any,
+    norm: Callable[[Any], Any],
+    dropout: keras.layers.Layer,
+    fn: Callable[[Any], tuple[Any, Any]],
+    *,
+    norm_first: bool,
+    training: bool | None = None,
+) -> tuple[Any, Any]:
+    """The residual connection around one sublayer of a Transformer layer, post-LN or pre-LN.
+
+    Post-LN (the paper): ``norm(x + dropout(fn(x)))``. Pre-LN: ``x + dropout(fn(norm(x)))``.
+    The encoder and decoder layers call it once per sublayer with sublayers they own, so their
+    weights stay where they are.
+
+    Args:
+        x: (B, T, d) input of the sublayer, and the residual.
+        norm: the sublayer's layer normalization.
+        dropout: the dropout layer on the sublayer output.
+        fn: the sublayer; maps (B, T, d) to ``(output, extra)``, output (B, T, d) and ``extra``
+            anything (attention weights, or ``None``).
+        norm_first: pre-LN instead of post-LN.
+        training: whether dropout is active.
+
+    Returns:
+        ``(output, extra)``: output (B, T, d) and the ``extra`` of ``fn``.
+
+    Example:
+        >>> x = keras.random.normal((2, 10, 64))
+        >>> norm, dropout = LayerNormalization(), keras.layers.Dropout(0.1)
+        >>> dense = keras.layers.Dense(64)
+        >>> y, _ = residual_sublayer(x, norm, dropout, lambda h: (dense(h), None), norm_first=False)
+        >>> tuple(y.shape)
+        (2, 10, 64)
+        >>> bool(ops.all(y == norm(x + dense(x))))  # post-LN, no dropout outside training
+        True
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017, section 5.4 (``LayerNorm(x +
+        Sublayer(x))``); Xiong et al., "On Layer Normalization in the Transformer
+        Architecture", 2020 (pre-LN).
+    """
+    h = norm(x) if norm_first else x
+    h, extra = fn(h)
+    out = x + dropout(h, training=training)
+    if not norm_first:
+        out = norm(out)
+    return out, extra
 
 
 @keras.saving.register_keras_serializable(package="classifier")

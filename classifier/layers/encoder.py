@@ -1,4 +1,7 @@
-"""Transformer encoder: one layer (``EncoderLayer``, alias ``TransformerBlock``) and a stack."""
+"""Transformer encoder: one layer (``EncoderLayer``) and a stack (``Encoder``).
+
+``TransformerBlock`` is the former name of ``EncoderLayer``, kept so that saved models load.
+"""
 
 from __future__ import annotations
 
@@ -60,7 +63,11 @@ class EncoderLayer(keras.layers.Layer):
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1; Xiong et al.,
-        "On Layer Normalization in the Transformer Architecture", 2020 (pre-LN).
+        "On Layer Normalization in the Transformer Architecture", 2020 (pre-LN). The
+        ``TransformerBlock`` of keras-io "Text classification with Transformer" computes the
+        same post-LN steps with ``epsilon=1e-6`` (its ``embed_dim``, ``ff_dim`` and ``rate`` are
+        ``d_model``, ``d_ff`` and ``dropout``) but ignores padding:
+        https://keras.io/examples/nlp/text_classification_with_transformer/
     """
 
     def __init__(
@@ -162,43 +169,12 @@ class EncoderLayer(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="classifier")
 class TransformerBlock(EncoderLayer):
-    """The single encoder block of the keras-io IMDB example, with correct masking.
+    """:class:`EncoderLayer` under its former name, kept so that saved models still load.
 
-    keras-io "Text classification with Transformer" computes
-    attention -> dropout -> add & norm -> feed-forward -> dropout -> add & norm, with
-    ``epsilon=1e-6``, but ignores padding. This block is :class:`EncoderLayer` (same arguments,
-    same computation): padding is masked out of the attention, either from ``padding_mask`` or
-    from the Keras mask of its input. Post-LN by default; ``norm_first=True`` gives pre-LN.
-
-    Args:
-        d_model: width d of inputs and outputs (``embed_dim`` in keras-io).
-        num_heads: attention heads; must divide ``d_model``.
-        d_ff: inner width of the feed-forward sublayer (``ff_dim`` in keras-io).
-        dropout: dropout rate on each sublayer output (``rate`` in keras-io).
-        norm_first: pre-LN instead of post-LN.
-        activation: activation of the feed-forward sublayer.
-        epsilon: epsilon of the layer normalizations.
-        attention_dropout: dropout rate on the attention weights.
-        **kwargs: base layer arguments.
-
-    Call arguments:
-        x: (B, T, d) embedded inputs.
-        padding_mask: bool (B, T), ``True`` at real tokens; defaults to the Keras mask of ``x``.
-        training: whether dropout is active.
-        return_attention_scores: also return the attention weights.
-
-    Returns:
-        (B, T, d) tensor, or ``(output, weights)`` with weights (B, h, T, T).
-
-    Example:
-        >>> inputs = keras.Input((200,), dtype="int32")
-        >>> x = TokenAndPositionEmbedding(20000, 200, 32)(inputs)  # carries the padding mask
-        >>> x = TransformerBlock(32, 2, 32)(x)
-        >>> x = MaskedGlobalAveragePooling1D()(x)
-
-    References:
-        https://keras.io/examples/nlp/text_classification_with_transformer/ ;
-        Vaswani et al., 2017.
+    A model saved in Keras format names the class of each layer; models saved with this one name
+    ``classifier>TransformerBlock``, which must stay registered for them to load. It adds nothing
+    to :class:`EncoderLayer` (same arguments, sublayers, weights and outputs): new code should use
+    :class:`EncoderLayer`.
     """
 
 

@@ -14,7 +14,7 @@ class FeedForward(keras.layers.Layer):
     """Position-wise feed-forward network: ``Dense(d_ff, activation) -> Dense(d_model)``.
 
     Applied to every position separately and identically. Dropout and the residual connection
-    belong to the enclosing block (see :class:`~classifier.layers.AddNorm`).
+    belong to the enclosing layer (see :func:`~classifier.layers.normalization.residual_sublayer`).
 
     Args:
         d_model: input and output width d.

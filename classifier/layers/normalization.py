@@ -8,7 +8,7 @@ from typing import Any
 import keras
 from keras import ops
 
-__all__ = ["AddNorm", "LayerNormalization", "residual_sublayer"]
+__all__ = ["LayerNormalization", "residual_sublayer"]
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -125,56 +125,3 @@ def residual_sublayer(
     if not norm_first:
         out = norm(out)
     return out, extra
-
-
-@keras.saving.register_keras_serializable(package="classifier")
-class AddNorm(keras.layers.Layer):
-    """Residual connection followed by layer normalization: ``LayerNorm(x + sublayer_output)``.
-
-    The post-LN sublayer connection of the paper. Apply dropout to ``sublayer_output`` before
-    calling it.
-
-    Args:
-        epsilon: epsilon of the :class:`LayerNormalization`.
-        **kwargs: base layer arguments.
-
-    Call arguments:
-        x: (B, T, d) residual input.
-        sublayer_output: (B, T, d) output of the sublayer (attention or feed-forward).
-
-    Returns:
-        (B, T, d) tensor (keeps the Keras mask of ``x``).
-
-    Example:
-        >>> add_norm = AddNorm()
-        >>> y = add_norm(x, dropout(attention(x, x)))
-
-    References:
-        Vaswani et al., "Attention Is All You Need", 2017, section 3.1 (LayerNorm(x + Sublayer(x))).
-    """
-
-    def __init__(self, epsilon: float = 1e-6, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.epsilon = epsilon
-        self.supports_masking = True
-        self.add = keras.layers.Add(name="add", dtype=self.dtype_policy)
-        self.layer_norm = LayerNormalization(
-            epsilon=epsilon, name="layer_norm", dtype=self.dtype_policy
-        )
-
-    def build(self, x_shape, sublayer_output_shape=None):
-        self.add.build(
-            [x_shape, x_shape if sublayer_output_shape is None else sublayer_output_shape]
-        )
-        self.layer_norm.build(x_shape)
-
-    def call(self, x, sublayer_output):
-        return self.layer_norm(self.add([x, sublayer_output]))
-
-    def compute_output_shape(self, x_shape, sublayer_output_shape=None):
-        return x_shape
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update({"epsilon": self.epsilon})
-        return config

@@ -1,11 +1,11 @@
-"""From-scratch LayerNormalization (parity with Keras), AddNorm and the residual sublayer."""
+"""From-scratch LayerNormalization (parity with Keras) and the residual sublayer connection."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from classifier.layers import AddNorm, LayerNormalization
+from classifier.layers import LayerNormalization
 from classifier.layers.normalization import residual_sublayer
 from tests.layer_checks import run_layer_test
 
@@ -51,21 +51,6 @@ def test_layer_normalization_float16_is_finite():
     x = (RNG.standard_normal((2, 3, 8)) * 300.0).astype("float16")
     y = _np(LayerNormalization(dtype="float16")(x))
     assert y.dtype == np.float16 and np.all(np.isfinite(y))
-
-
-def test_add_norm(tmp_path):
-    x = RNG.standard_normal((2, 5, 8)).astype("float32")
-    s = RNG.standard_normal((2, 5, 8)).astype("float32")
-    layer = run_layer_test(
-        AddNorm,
-        {"epsilon": 1e-6},
-        {"x": x, "sublayer_output": s},
-        tmp_path=tmp_path,
-        expected_output_shape=(2, 5, 8),
-        expected_num_trainable_weights=2,
-    )
-    expected = _np(layer.layer_norm(x + s))
-    np.testing.assert_allclose(_np(layer(x, s)), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

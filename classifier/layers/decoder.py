@@ -68,7 +68,19 @@ class DecoderLayer(keras.layers.Layer):
 
     Example:
         >>> layer = DecoderLayer(d_model=64, num_heads=4, d_ff=128)
-        >>> y = layer(target_embedded, encoder_outputs, encoder_padding_mask=source_ids != 0)
+        >>> target = keras.random.normal((2, 7, 64))  # embedded decoder inputs
+        >>> source = keras.random.normal((2, 10, 64))  # encoder outputs
+        >>> source_mask = ops.convert_to_tensor([[True] * 10, [True] * 6 + [False] * 4])
+        >>> y, self_w, cross_w = layer(
+        ...     target, source, encoder_padding_mask=source_mask, return_attention_scores=True
+        ... )
+        >>> tuple(y.shape), tuple(self_w.shape), tuple(cross_w.shape)
+        ((2, 7, 64), (2, 4, 7, 7), (2, 4, 7, 10))
+
+        No weight goes to future target positions, nor to padded source positions:
+
+        >>> float(ops.max(self_w[:, :, 0, 1:])), float(ops.max(cross_w[1, :, :, 6:]))
+        (0.0, 0.0)
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1.
@@ -240,9 +252,10 @@ class Decoder(keras.layers.Layer):
 
     Example:
         >>> decoder = Decoder(num_layers=2, d_model=64, num_heads=4, d_ff=128)
-        >>> y, self_w, cross_w = decoder(
-        ...     target_embedded, encoder_outputs, return_attention_scores=True
-        ... )
+        >>> target, source = keras.random.normal((2, 7, 64)), keras.random.normal((2, 10, 64))
+        >>> y, self_w, cross_w = decoder(target, source, return_attention_scores=True)
+        >>> tuple(y.shape), [tuple(w.shape) for w in cross_w]
+        ((2, 7, 64), [(2, 4, 7, 10), (2, 4, 7, 10)])
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1.

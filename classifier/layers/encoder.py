@@ -59,7 +59,13 @@ class EncoderLayer(keras.layers.Layer):
 
     Example:
         >>> layer = EncoderLayer(d_model=64, num_heads=4, d_ff=128)
-        >>> y = layer(x, padding_mask=ids != 0)  # x: (B, T, 64)
+        >>> x = keras.random.normal((2, 10, 64))  # embedded tokens
+        >>> mask = keras.ops.convert_to_tensor([[True] * 10, [True] * 7 + [False] * 3])
+        >>> y, weights = layer(x, padding_mask=mask, return_attention_scores=True)
+        >>> tuple(y.shape), tuple(weights.shape)
+        ((2, 10, 64), (2, 4, 10, 10))
+        >>> float(keras.ops.max(weights[1, :, :, 7:]))  # padded keys get no attention
+        0.0
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1; Xiong et al.,
@@ -207,8 +213,14 @@ class Encoder(keras.layers.Layer):
         (B, h, T, T), one per layer.
 
     Example:
+        >>> from classifier.layers import TokenAndPositionEmbedding
+        >>> token_ids = keras.ops.convert_to_tensor([[5, 8, 3, 0, 0], [4, 2, 7, 9, 6]])
+        >>> embed = TokenAndPositionEmbedding(vocab_size=10, max_length=5, d_model=64)
+        >>> x = embed(token_ids)  # carries the Keras mask token_ids != 0, used by the encoder
         >>> encoder = Encoder(num_layers=2, d_model=64, num_heads=4, d_ff=128)
-        >>> y, weights = encoder(x, padding_mask=mask, return_attention_scores=True)
+        >>> y, weights = encoder(x, return_attention_scores=True)
+        >>> tuple(y.shape), [tuple(w.shape) for w in weights]
+        ((2, 5, 64), [(2, 4, 5, 5), (2, 4, 5, 5)])
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1.

@@ -30,7 +30,9 @@ class FeedForward(keras.layers.Layer):
 
     Example:
         >>> ffn = FeedForward(d_model=64, d_ff=256)
-        >>> y = ffn(keras.random.normal((2, 10, 64)))  # (2, 10, 64)
+        >>> y = ffn(keras.random.normal((2, 10, 64)))
+        >>> tuple(y.shape)
+        (2, 10, 64)
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.3.

@@ -34,6 +34,11 @@ class LayerNormalization(keras.layers.Layer):
 
     Example:
         >>> y = LayerNormalization(epsilon=1e-6)(keras.random.normal((2, 10, 64)))
+        >>> tuple(y.shape)
+        (2, 10, 64)
+        >>> mean, variance = ops.moments(y, axes=[-1])  # per position; gamma = 1, beta = 0 here
+        >>> bool(ops.all(ops.abs(mean) < 1e-5)), bool(ops.all(ops.abs(variance - 1.0) < 1e-3))
+        (True, True)
 
     References:
         Ba, Kiros and Hinton, "Layer Normalization", 2016.

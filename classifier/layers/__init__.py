@@ -17,7 +17,7 @@ from classifier.layers.masks import (
     to_keras_mask,
     to_tutorial_mask,
 )
-from classifier.layers.normalization import AddNorm, LayerNormalization
+from classifier.layers.normalization import LayerNormalization
 from classifier.layers.pooling import MaskedGlobalAveragePooling1D
 from classifier.layers.positional import (
     POSITION_KINDS,
@@ -29,7 +29,6 @@ from classifier.layers.positional import (
 
 __all__ = [
     "POSITION_KINDS",
-    "AddNorm",
     "Decoder",
     "DecoderLayer",
     "Encoder",

@@ -38,6 +38,12 @@ def attention_weights(query: Any, key: Any, mask: Any | None = None) -> Any:
 
     Returns:
         Float32 tensor (..., T, S); each row sums to 1 over its unmasked keys (or is all zero).
+
+    Example:
+        >>> q = k = keras.random.normal((1, 3, 8))
+        >>> w = attention_weights(q, k, mask=causal_mask(3))  # (1, 3, 3)
+        >>> ops.convert_to_numpy(w)[0, 0].tolist()  # the first query sees the first key only
+        [1.0, 0.0, 0.0]
     """
     depth = query.shape[-1]
     if depth is None:
@@ -82,7 +88,9 @@ def scaled_dot_product_attention(
 
     Example:
         >>> q = k = v = keras.random.normal((2, 4, 8))
-        >>> out, w = scaled_dot_product_attention(q, k, v, causal_mask(4))  # (2, 4, 8), (2, 4, 4)
+        >>> out, w = scaled_dot_product_attention(q, k, v, causal_mask(4))
+        >>> tuple(out.shape), tuple(w.shape)
+        ((2, 4, 8), (2, 4, 4))
     """
     weights = ops.cast(attention_weights(q, k, mask), v.dtype)
     return ops.matmul(weights, v), weights
@@ -122,7 +130,9 @@ class MultiHeadAttention(keras.layers.Layer):
     Example:
         >>> mha = MultiHeadAttention(d_model=64, num_heads=4)
         >>> x = keras.random.normal((2, 10, 64))
-        >>> out, w = mha(x, x, return_attention_scores=True)  # (2, 10, 64), (2, 4, 10, 10)
+        >>> out, w = mha(x, x, return_attention_scores=True)
+        >>> tuple(out.shape), tuple(w.shape)
+        ((2, 10, 64), (2, 4, 10, 10))
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.2.2.
@@ -231,7 +241,7 @@ class MaskedAttention(keras.layers.Attention):
     Example:
         >>> x = keras.ops.ones((2, 5, 16))
         >>> mask = keras.ops.convert_to_tensor([[True] * 5, [True, True, False, False, False]])
-        >>> MaskedAttention()([x, x], mask=[mask, mask]).shape
+        >>> tuple(MaskedAttention()([x, x], mask=[mask, mask]).shape)
         (2, 5, 16)
     """
 

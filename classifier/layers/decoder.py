@@ -8,9 +8,10 @@ import keras
 from keras import ops
 
 from classifier.layers.attention import MultiHeadAttention
+from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask, causal_mask, combine_masks
-from classifier.layers.normalization import LayerNormalization
+from classifier.layers.normalization import LayerNormalization, residual_sublayer
 
 __all__ = ["Decoder", "DecoderLayer"]
 
@@ -25,14 +26,6 @@ def _decoder_masks(
     )
     cross_mask = attention_mask(decoder_padding_mask, encoder_padding_mask)
     return self_mask, cross_mask
-
-
-def _check_width(layer: keras.layers.Layer, shape: Any, d_model: int) -> None:
-    if shape[-1] is not None and shape[-1] != d_model:
-        raise ValueError(
-            f"Layer '{layer.name}' expects decoder inputs of width d_model={d_model}, "
-            f"got shape {shape}."
-        )
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -75,7 +68,19 @@ class DecoderLayer(keras.layers.Layer):
 
     Example:
         >>> layer = DecoderLayer(d_model=64, num_heads=4, d_ff=128)
-        >>> y = layer(target_embedded, encoder_outputs, encoder_padding_mask=source_ids != 0)
+        >>> target = keras.random.normal((2, 7, 64))  # embedded decoder inputs
+        >>> source = keras.random.normal((2, 10, 64))  # encoder outputs
+        >>> source_mask = ops.convert_to_tensor([[True] * 10, [True] * 6 + [False] * 4])
+        >>> y, self_w, cross_w = layer(
+        ...     target, source, encoder_padding_mask=source_mask, return_attention_scores=True
+        ... )
+        >>> tuple(y.shape), tuple(self_w.shape), tuple(cross_w.shape)
+        ((2, 7, 64), (2, 4, 7, 7), (2, 4, 7, 10))
+
+        No weight goes to future target positions, nor to padded source positions:
+
+        >>> float(ops.max(self_w[:, :, 0, 1:])), float(ops.max(cross_w[1, :, :, 6:]))
+        (0.0, 0.0)
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1.
@@ -132,22 +137,13 @@ class DecoderLayer(keras.layers.Layer):
         self.feed_forward_norm = LayerNormalization(epsilon, name="feed_forward_norm", dtype=policy)
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape):
-        _check_width(self, decoder_sequence_shape, self.d_model)
+        check_width(self, decoder_sequence_shape, self.d_model, what="decoder inputs")
         self.self_attention.build(decoder_sequence_shape, decoder_sequence_shape)
         self.self_attention_norm.build(decoder_sequence_shape)
         self.cross_attention.build(decoder_sequence_shape, encoder_sequence_shape)
         self.cross_attention_norm.build(decoder_sequence_shape)
         self.feed_forward.build(decoder_sequence_shape)
         self.feed_forward_norm.build(decoder_sequence_shape)
-
-    def _sublayer(self, x, norm, dropout, fn, training):
-        """Residual connection around ``fn`` (post-LN or pre-LN); returns (output, extra)."""
-        h = norm(x) if self.norm_first else x
-        h, extra = fn(h)
-        out = x + dropout(h, training=training)
-        if not self.norm_first:
-            out = norm(out)
-        return out, extra
 
     def call(
         self,
@@ -168,16 +164,17 @@ class DecoderLayer(keras.layers.Layer):
             decoder_sequence, decoder_padding_mask, encoder_padding_mask
         )
 
-        x, self_weights = self._sublayer(
+        x, self_weights = residual_sublayer(
             decoder_sequence,
             self.self_attention_norm,
             self.self_attention_dropout,
             lambda h: self.self_attention(
                 h, h, attention_mask=self_mask, training=training, return_attention_scores=True
             ),
-            training,
+            norm_first=self.norm_first,
+            training=training,
         )
-        x, cross_weights = self._sublayer(
+        x, cross_weights = residual_sublayer(
             x,
             self.cross_attention_norm,
             self.cross_attention_dropout,
@@ -188,14 +185,16 @@ class DecoderLayer(keras.layers.Layer):
                 training=training,
                 return_attention_scores=True,
             ),
-            training,
+            norm_first=self.norm_first,
+            training=training,
         )
-        x, _ = self._sublayer(
+        x, _ = residual_sublayer(
             x,
             self.feed_forward_norm,
             self.feed_forward_dropout,
             lambda h: (self.feed_forward(h), None),
-            training,
+            norm_first=self.norm_first,
+            training=training,
         )
         if return_attention_scores:
             return x, self_weights, cross_weights
@@ -253,9 +252,10 @@ class Decoder(keras.layers.Layer):
 
     Example:
         >>> decoder = Decoder(num_layers=2, d_model=64, num_heads=4, d_ff=128)
-        >>> y, self_w, cross_w = decoder(
-        ...     target_embedded, encoder_outputs, return_attention_scores=True
-        ... )
+        >>> target, source = keras.random.normal((2, 7, 64)), keras.random.normal((2, 10, 64))
+        >>> y, self_w, cross_w = decoder(target, source, return_attention_scores=True)
+        >>> tuple(y.shape), [tuple(w.shape) for w in cross_w]
+        ((2, 7, 64), [(2, 4, 7, 10), (2, 4, 7, 10)])
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1.
@@ -310,7 +310,7 @@ class Decoder(keras.layers.Layer):
         )
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape):
-        _check_width(self, decoder_sequence_shape, self.d_model)
+        check_width(self, decoder_sequence_shape, self.d_model, what="decoder inputs")
         for layer in self.decoder_layers:
             layer.build(decoder_sequence_shape, encoder_sequence_shape)
         if self.final_norm is not None:

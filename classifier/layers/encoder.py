@@ -1,4 +1,7 @@
-"""Transformer encoder: one layer (``EncoderLayer``, alias ``TransformerBlock``) and a stack."""
+"""Transformer encoder: one layer (``EncoderLayer``) and a stack (``Encoder``).
+
+``TransformerBlock`` is the former name of ``EncoderLayer``, kept so that saved models load.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +10,12 @@ from typing import Any
 import keras
 
 from classifier.layers.attention import MultiHeadAttention
+from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask
-from classifier.layers.normalization import LayerNormalization
+from classifier.layers.normalization import LayerNormalization, residual_sublayer
 
 __all__ = ["Encoder", "EncoderLayer", "TransformerBlock"]
-
-
-def _check_width(layer: keras.layers.Layer, shape: Any, d_model: int) -> None:
-    if shape[-1] is not None and shape[-1] != d_model:
-        raise ValueError(
-            f"Layer '{layer.name}' expects inputs of width d_model={d_model}, got shape {shape}."
-        )
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -62,11 +59,21 @@ class EncoderLayer(keras.layers.Layer):
 
     Example:
         >>> layer = EncoderLayer(d_model=64, num_heads=4, d_ff=128)
-        >>> y = layer(x, padding_mask=ids != 0)  # x: (B, T, 64)
+        >>> x = keras.random.normal((2, 10, 64))  # embedded tokens
+        >>> mask = keras.ops.convert_to_tensor([[True] * 10, [True] * 7 + [False] * 3])
+        >>> y, weights = layer(x, padding_mask=mask, return_attention_scores=True)
+        >>> tuple(y.shape), tuple(weights.shape)
+        ((2, 10, 64), (2, 4, 10, 10))
+        >>> float(keras.ops.max(weights[1, :, :, 7:]))  # padded keys get no attention
+        0.0
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1; Xiong et al.,
-        "On Layer Normalization in the Transformer Architecture", 2020 (pre-LN).
+        "On Layer Normalization in the Transformer Architecture", 2020 (pre-LN). The
+        ``TransformerBlock`` of keras-io "Text classification with Transformer" computes the
+        same post-LN steps with ``epsilon=1e-6`` (its ``embed_dim``, ``ff_dim`` and ``rate`` are
+        ``d_model``, ``d_ff`` and ``dropout``) but ignores padding:
+        https://keras.io/examples/nlp/text_classification_with_transformer/
     """
 
     def __init__(
@@ -109,7 +116,7 @@ class EncoderLayer(keras.layers.Layer):
         self.feed_forward_norm = LayerNormalization(epsilon, name="feed_forward_norm", dtype=policy)
 
     def build(self, input_shape):
-        _check_width(self, input_shape, self.d_model)
+        check_width(self, input_shape, self.d_model)
         self.self_attention.build(input_shape, input_shape)
         self.attention_norm.build(input_shape)
         self.feed_forward.build(input_shape)
@@ -127,25 +134,27 @@ class EncoderLayer(keras.layers.Layer):
             padding_mask = mask
         attn_mask = attention_mask(padding_mask, padding_mask)
 
-        residual = x
-        h = self.attention_norm(x) if self.norm_first else x
-        h, weights = self.self_attention(
-            h, h, attention_mask=attn_mask, training=training, return_attention_scores=True
+        x, weights = residual_sublayer(
+            x,
+            self.attention_norm,
+            self.attention_dropout_layer,
+            lambda h: self.self_attention(
+                h, h, attention_mask=attn_mask, training=training, return_attention_scores=True
+            ),
+            norm_first=self.norm_first,
+            training=training,
         )
-        h = residual + self.attention_dropout_layer(h, training=training)
-        if not self.norm_first:
-            h = self.attention_norm(h)
-
-        residual = h
-        f = self.feed_forward_norm(h) if self.norm_first else h
-        f = self.feed_forward(f)
-        out = residual + self.feed_forward_dropout(f, training=training)
-        if not self.norm_first:
-            out = self.feed_forward_norm(out)
-
+        x, _ = residual_sublayer(
+            x,
+            self.feed_forward_norm,
+            self.feed_forward_dropout,
+            lambda h: (self.feed_forward(h), None),
+            norm_first=self.norm_first,
+            training=training,
+        )
         if return_attention_scores:
-            return out, weights
-        return out
+            return x, weights
+        return x
 
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
@@ -166,43 +175,12 @@ class EncoderLayer(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="classifier")
 class TransformerBlock(EncoderLayer):
-    """The single encoder block of the keras-io IMDB example, with correct masking.
+    """:class:`EncoderLayer` under its former name, kept so that saved models still load.
 
-    keras-io "Text classification with Transformer" computes
-    attention -> dropout -> add & norm -> feed-forward -> dropout -> add & norm, with
-    ``epsilon=1e-6``, but ignores padding. This block is :class:`EncoderLayer` (same arguments,
-    same computation): padding is masked out of the attention, either from ``padding_mask`` or
-    from the Keras mask of its input. Post-LN by default; ``norm_first=True`` gives pre-LN.
-
-    Args:
-        d_model: width d of inputs and outputs (``embed_dim`` in keras-io).
-        num_heads: attention heads; must divide ``d_model``.
-        d_ff: inner width of the feed-forward sublayer (``ff_dim`` in keras-io).
-        dropout: dropout rate on each sublayer output (``rate`` in keras-io).
-        norm_first: pre-LN instead of post-LN.
-        activation: activation of the feed-forward sublayer.
-        epsilon: epsilon of the layer normalizations.
-        attention_dropout: dropout rate on the attention weights.
-        **kwargs: base layer arguments.
-
-    Call arguments:
-        x: (B, T, d) embedded inputs.
-        padding_mask: bool (B, T), ``True`` at real tokens; defaults to the Keras mask of ``x``.
-        training: whether dropout is active.
-        return_attention_scores: also return the attention weights.
-
-    Returns:
-        (B, T, d) tensor, or ``(output, weights)`` with weights (B, h, T, T).
-
-    Example:
-        >>> inputs = keras.Input((200,), dtype="int32")
-        >>> x = TokenAndPositionEmbedding(20000, 200, 32)(inputs)  # carries the padding mask
-        >>> x = TransformerBlock(32, 2, 32)(x)
-        >>> x = MaskedGlobalAveragePooling1D()(x)
-
-    References:
-        https://keras.io/examples/nlp/text_classification_with_transformer/ ;
-        Vaswani et al., 2017.
+    A model saved in Keras format names the class of each layer; models saved with this one name
+    ``classifier>TransformerBlock``, which must stay registered for them to load. It adds nothing
+    to :class:`EncoderLayer` (same arguments, sublayers, weights and outputs): new code should use
+    :class:`EncoderLayer`.
     """
 
 
@@ -235,8 +213,14 @@ class Encoder(keras.layers.Layer):
         (B, h, T, T), one per layer.
 
     Example:
+        >>> from classifier.layers import TokenAndPositionEmbedding
+        >>> token_ids = keras.ops.convert_to_tensor([[5, 8, 3, 0, 0], [4, 2, 7, 9, 6]])
+        >>> embed = TokenAndPositionEmbedding(vocab_size=10, max_length=5, d_model=64)
+        >>> x = embed(token_ids)  # carries the Keras mask token_ids != 0, used by the encoder
         >>> encoder = Encoder(num_layers=2, d_model=64, num_heads=4, d_ff=128)
-        >>> y, weights = encoder(x, padding_mask=mask, return_attention_scores=True)
+        >>> y, weights = encoder(x, return_attention_scores=True)
+        >>> tuple(y.shape), [tuple(w.shape) for w in weights]
+        ((2, 5, 64), [(2, 4, 5, 5), (2, 4, 5, 5)])
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.1.
@@ -291,7 +275,7 @@ class Encoder(keras.layers.Layer):
         )
 
     def build(self, input_shape):
-        _check_width(self, input_shape, self.d_model)
+        check_width(self, input_shape, self.d_model)
         for layer in self.encoder_layers:
             layer.build(input_shape)
         if self.final_norm is not None:

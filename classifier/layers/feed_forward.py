@@ -14,7 +14,7 @@ class FeedForward(keras.layers.Layer):
     """Position-wise feed-forward network: ``Dense(d_ff, activation) -> Dense(d_model)``.
 
     Applied to every position separately and identically. Dropout and the residual connection
-    belong to the enclosing block (see :class:`~classifier.layers.AddNorm`).
+    belong to the enclosing layer (see :func:`~classifier.layers.normalization.residual_sublayer`).
 
     Args:
         d_model: input and output width d.
@@ -30,7 +30,9 @@ class FeedForward(keras.layers.Layer):
 
     Example:
         >>> ffn = FeedForward(d_model=64, d_ff=256)
-        >>> y = ffn(keras.random.normal((2, 10, 64)))  # (2, 10, 64)
+        >>> y = ffn(keras.random.normal((2, 10, 64)))
+        >>> tuple(y.shape)
+        (2, 10, 64)
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.3.

@@ -36,7 +36,8 @@ def padding_mask(token_ids: Any, pad_id: int = 0) -> Any:
         Bool tensor (B, S), ``True`` at real tokens and ``False`` at padding.
 
     Example:
-        >>> padding_mask([[5, 7, 0]])  # -> [[True, True, False]]
+        >>> ops.convert_to_numpy(padding_mask([[5, 7, 0]])).tolist()
+        [[True, True, False]]
     """
     token_ids = ops.convert_to_tensor(token_ids)
     return ops.not_equal(token_ids, ops.cast(pad_id, token_ids.dtype))
@@ -55,10 +56,10 @@ def causal_mask(length: Any, key_length: Any | None = None) -> Any:
         Bool tensor (1, T, S), lower-triangular, broadcastable against (B, T, S).
 
     Example:
-        >>> causal_mask(3)[0]
-        # [[True, False, False],
-        #  [True, True,  False],
-        #  [True, True,  True ]]
+        >>> ops.convert_to_numpy(causal_mask(3)[0]).tolist()
+        [[True, False, False],
+         [True, True, False],
+         [True, True, True]]
     """
     if key_length is None:
         key_length = length
@@ -78,7 +79,13 @@ def combine_masks(*masks: Any) -> Any | None:
         The broadcast bool conjunction, or ``None`` when every mask is ``None``.
 
     Example:
-        >>> combine_masks(causal_mask(4), attention_mask(None, padding_mask(ids)))  # (B, 4, 4)
+        >>> ids = [[5, 7, 9, 0]]
+        >>> mask = combine_masks(causal_mask(4), attention_mask(None, padding_mask(ids)))
+        >>> ops.convert_to_numpy(mask[0]).tolist()  # (1, 4, 4): causal, and not the padding
+        [[True, False, False, False],
+         [True, True, False, False],
+         [True, True, True, False],
+         [True, True, True, False]]
     """
     combined = None
     for mask in masks:
@@ -107,7 +114,11 @@ def attention_mask(query_mask: Any | None, key_mask: Any | None) -> Any | None:
 
     Example:
         >>> ids = [[5, 7, 0]]
-        >>> attention_mask(padding_mask(ids), padding_mask(ids)).shape  # (1, 3, 3)
+        >>> mask = attention_mask(padding_mask(ids), padding_mask(ids))  # (1, 3, 3)
+        >>> ops.convert_to_numpy(mask[0]).tolist()  # the padded query attends to nothing
+        [[True, True, False],
+         [True, True, False],
+         [False, False, False]]
     """
     if query_mask is None and key_mask is None:
         return None
@@ -132,7 +143,8 @@ def to_keras_mask(tutorial_mask: Any) -> Any:
         Bool tensor of the same shape, ``True`` where the tutorial mask is 0.
 
     Example:
-        >>> to_keras_mask([[0.0, 1.0]])  # -> [[True, False]]
+        >>> ops.convert_to_numpy(to_keras_mask([[0.0, 1.0]])).tolist()
+        [[True, False]]
     """
     tutorial_mask = ops.convert_to_tensor(tutorial_mask)
     if tutorial_mask.dtype == "bool":
@@ -151,7 +163,8 @@ def to_tutorial_mask(keras_mask: Any, dtype: str = "float32") -> Any:
         Tensor of ``dtype`` and the same shape: ``1.0`` where ``keras_mask`` is ``False``.
 
     Example:
-        >>> to_tutorial_mask([[True, False]])  # -> [[0.0, 1.0]]
+        >>> ops.convert_to_numpy(to_tutorial_mask([[True, False]])).tolist()
+        [[0.0, 1.0]]
     """
     keras_mask = ops.cast(ops.convert_to_tensor(keras_mask), "bool")
     return ops.cast(ops.logical_not(keras_mask), dtype)

@@ -29,8 +29,19 @@ class MaskedGlobalAveragePooling1D(keras.layers.Layer):
         (B, d) tensor (no Keras mask).
 
     Example:
-        >>> x = TokenAndPositionEmbedding(1000, 64, 32)(token_ids)  # carries a padding mask
-        >>> pooled = MaskedGlobalAveragePooling1D()(TransformerBlock(32, 2, 64)(x))  # (B, 32)
+        >>> x = ops.convert_to_tensor([[[1.0], [3.0], [100.0]]])  # (1, 3, 1)
+        >>> mask = ops.convert_to_tensor([[True, True, False]])  # the last position is padding
+        >>> ops.convert_to_numpy(MaskedGlobalAveragePooling1D()(x, mask=mask)).tolist()
+        [[2.0]]
+
+        After an embedding that masks id 0, the mask comes with the inputs:
+
+        >>> from classifier.layers import EncoderLayer, TokenAndPositionEmbedding
+        >>> token_ids = ops.convert_to_tensor([[5, 8, 3, 0, 0], [4, 2, 7, 9, 6]])
+        >>> x = TokenAndPositionEmbedding(1000, 64, 32)(token_ids)
+        >>> pooled = MaskedGlobalAveragePooling1D()(EncoderLayer(32, 2, 64)(x))
+        >>> tuple(pooled.shape)
+        (2, 32)
 
     References:
         ``keras.layers.GlobalAveragePooling1D`` (same result, explicit max(count, 1) guard).

@@ -39,7 +39,11 @@ def sinusoidal_position_encoding(
         Tensor (T, d).
 
     Example:
-        >>> table = sinusoidal_position_encoding(50, 16)  # (50, 16); table[1, 0] == sin(1)
+        >>> table = sinusoidal_position_encoding(50, 16)
+        >>> tuple(table.shape)
+        (50, 16)
+        >>> [round(v, 4) for v in ops.convert_to_numpy(table[1, :2]).tolist()]  # sin(1), cos(1)
+        [0.8415, 0.5403]
     """
     positions = ops.cast(ops.arange(length), "float32")
     dims = ops.arange(d_model)
@@ -72,6 +76,8 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     Example:
         >>> x = keras.random.normal((2, 10, 16))
         >>> x = x + SinusoidalPositionalEncoding()(x)
+        >>> tuple(x.shape)
+        (2, 10, 16)
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017, section 3.5.
@@ -119,6 +125,8 @@ class PositionalEmbedding(keras.layers.Layer):
     Example:
         >>> x = keras.random.normal((2, 10, 16))
         >>> x = x + PositionalEmbedding(max_length=128)(x)
+        >>> tuple(x.shape)
+        (2, 10, 16)
 
     References:
         Devlin et al., "BERT", 2019, section 3 (position embeddings).
@@ -194,7 +202,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
 
     Example:
         >>> embed = TokenAndPositionEmbedding(20000, 256, 64, position="sinusoidal", scale=True)
-        >>> x = embed(token_ids)  # (B, T, 64)
+        >>> token_ids = ops.convert_to_tensor([[12, 7, 431, 0], [5, 9, 2, 88]])
+        >>> x = embed(token_ids)
+        >>> tuple(x.shape)
+        (2, 4, 64)
+        >>> ops.convert_to_numpy(embed.compute_mask(token_ids)).tolist()
+        [[True, True, True, False], [True, True, True, True]]
 
     References:
         Vaswani et al., 2017, sections 3.4-3.5; keras-io "Text classification with

@@ -49,8 +49,12 @@ class Transformer(keras.Model):
     Example:
         >>> model = Transformer(2, 64, 4, 128, source_vocab_size=20, target_vocab_size=20,
         ...                     max_length=16)
-        >>> logits = model((source_ids, target_in))  # (B, T, 20)
-        >>> tokens = model.generate(source_ids, start_id=1, max_new_tokens=10)  # (B, 10)
+        >>> source_ids = ops.convert_to_tensor([[5, 9, 3, 0], [7, 2, 8, 4]])  # 0 = padding
+        >>> target_in = ops.convert_to_tensor([[1, 3, 9], [1, 4, 8]])  # 1 = start token
+        >>> tuple(model((source_ids, target_in)).shape)
+        (2, 3, 20)
+        >>> model.generate(source_ids, start_id=1, max_new_tokens=10).shape
+        (2, 10)
 
     References:
         Vaswani et al., "Attention Is All You Need", 2017; TensorFlow tutorial "Neural machine

@@ -69,6 +69,18 @@ def test_decoder_checks(tmp_path):
         np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
 
 
+def test_decoder_validates_width():
+    dec = np.zeros((1, 3, 6), dtype="float32")
+    enc = np.zeros((1, 4, 6), dtype="float32")  # any encoder width is accepted
+    message = r"Layer '{}' expects decoder inputs of width d_model=8, got shape \(1, 3, 6\)\."
+    with pytest.raises(ValueError, match=message.format("decoder")):
+        Decoder(1, D, HEADS, D_FF, name="decoder")(dec, enc)
+    with pytest.raises(ValueError, match=message.format("layer")):
+        DecoderLayer(D, HEADS, D_FF, name="layer")(dec, enc)
+    out = DecoderLayer(D, HEADS, D_FF)(np.ones((1, 3, D), dtype="float32"), enc)
+    assert out.shape == (1, 3, D)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_future_tokens_do_not_change_the_past(norm_first):
     keras.utils.set_random_seed(3)

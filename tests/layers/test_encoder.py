@@ -76,6 +76,12 @@ def test_encoder_validates_sizes():
         EncoderLayer(d_model=10, num_heads=3, d_ff=8)
     with pytest.raises(ValueError, match="d_model=8"):
         Encoder(1, D, HEADS, D_FF)(np.zeros((1, 3, 6), dtype="float32"))
+    x = np.zeros((1, 3, 6), dtype="float32")
+    message = r"Layer '{}' expects inputs of width d_model=8, got shape \(1, 3, 6\)\."
+    with pytest.raises(ValueError, match=message.format("encoder")):
+        Encoder(1, D, HEADS, D_FF, name="encoder")(x)
+    with pytest.raises(ValueError, match=message.format("layer")):
+        EncoderLayer(D, HEADS, D_FF, name="layer")(x)
 
 
 def test_attention_rows_sum_to_one_over_real_keys():

@@ -1,11 +1,12 @@
-"""From-scratch LayerNormalization (parity with Keras) and AddNorm."""
+"""From-scratch LayerNormalization (parity with Keras) and the residual sublayer connection."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from classifier.layers import AddNorm, LayerNormalization
+from classifier.layers import LayerNormalization
+from classifier.layers.normalization import residual_sublayer
 from tests.layer_checks import run_layer_test
 
 RNG = np.random.default_rng(0)
@@ -52,16 +53,28 @@ def test_layer_normalization_float16_is_finite():
     assert y.dtype == np.float16 and np.all(np.isfinite(y))
 
 
-def test_add_norm(tmp_path):
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_residual_sublayer(norm_first):
     x = RNG.standard_normal((2, 5, 8)).astype("float32")
-    s = RNG.standard_normal((2, 5, 8)).astype("float32")
-    layer = run_layer_test(
-        AddNorm,
-        {"epsilon": 1e-6},
-        {"x": x, "sublayer_output": s},
-        tmp_path=tmp_path,
-        expected_output_shape=(2, 5, 8),
-        expected_num_trainable_weights=2,
-    )
-    expected = _np(layer.layer_norm(x + s))
-    np.testing.assert_allclose(_np(layer(x, s)), expected, atol=1e-6)
+    norm = LayerNormalization()
+    norm.build(x.shape)
+    norm.set_weights([RNG.standard_normal(8).astype("float32") for _ in range(2)])
+    dropout = keras.layers.Dropout(0.5, seed=1)
+    seen = []
+
+    def fn(h):
+        seen.append(_np(h))
+        return 2.0 * h + 1.0, "extra"
+
+    out, extra = residual_sublayer(x, norm, dropout, fn, norm_first=norm_first, training=False)
+    assert extra == "extra"
+    if norm_first:  # x + dropout(fn(norm(x)))
+        np.testing.assert_array_equal(seen[0], _np(norm(x)))
+        expected = x + (2.0 * _np(norm(x)) + 1.0)
+    else:  # norm(x + dropout(fn(x)))
+        np.testing.assert_array_equal(seen[0], x)
+        expected = _np(norm(x + (2.0 * x + 1.0)))
+    np.testing.assert_allclose(_np(out), expected, atol=1e-5)
+    # Dropout (on the sublayer output) is active in training only.
+    trained, _ = residual_sublayer(x, norm, dropout, fn, norm_first=norm_first, training=True)
+    assert np.max(np.abs(_np(trained) - _np(out))) > 0.1

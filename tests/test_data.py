@@ -21,7 +21,8 @@ from classifier.data import (
     split_specs,
     standardize_review,
 )
-from tests.conftest import VALIDATION_ONLY_WORD
+from classifier.errors import ConfigError
+from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 
 
 @pytest.fixture
@@ -174,3 +175,19 @@ def test_vocabulary_with_line_separators_survives_keras_saving(tmp_path):
     np.testing.assert_array_equal(
         model(tf.constant(texts)).numpy(), loaded(tf.constant(texts)).numpy()
     )
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("data.test_size=81", "data.test_size=81 exceeds the 80 reviews of the test split"),
+        ("data.val_size=41", "data.val_size=41 exceeds the 160 reviews of the train split"),
+    ],
+)
+def test_sizes_beyond_the_prepared_copy_are_refused(fixture_data_dir, override, named):
+    # Both pass the config's checks (25,000 reviews a split) but the copy holds fewer. TFDS
+    # refuses such a slice with a ValueError that used to be reported as missing data.
+    cfg = load_config(None, [*fixture_data_overrides(fixture_data_dir), override]).data
+    with pytest.raises(ConfigError) as raised:
+        load_raw_splits(cfg)
+    assert named in str(raised.value) and str(fixture_data_dir) in str(raised.value)

@@ -112,6 +112,24 @@ def dataset_variant() -> str:
     return f"{config.name}/{config.version}"
 
 
+def data_source(cfg: DataConfig) -> dict[str, str]:
+    """Where the reviews come from, as MLflow params: the data directory read (absolute), the
+    TFDS data set and its version, and the tensorflow-datasets package version.
+
+    Its keys differ from the config's ``data.data_dir`` (empty when TFDS_DATA_DIR is used).
+
+    Example:
+        >>> data_source(DataConfig(data_dir="../shared/tensorflow_datasets"))  # in /work/main
+        {'data.source_dir': '/work/shared/tensorflow_datasets',
+         'data.tfds_dataset': 'imdb_reviews/plain_text/1.0.0', 'data.tfds_package': '4.9.10'}
+    """
+    return {
+        "data.source_dir": str(resolve_data_dir(cfg)[0]),
+        "data.tfds_dataset": f"{DATASET}/{dataset_variant()}",
+        "data.tfds_package": tfds.__version__,
+    }
+
+
 def network_available(url: str = DOWNLOAD_URL, timeout: float = NETWORK_TIMEOUT) -> bool:
     """Whether the host of ``url`` accepts a TCP connection within about ``timeout`` seconds.
 

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 from classifier.config import load_config
 from classifier.data import (
     DataNotFoundError,
     ReviewVectorizer,
     build_vectorizer,
+    data_source,
     length_buckets,
     load_raw_splits,
     load_unsupervised,
@@ -21,7 +25,8 @@ from classifier.data import (
     split_specs,
     standardize_review,
 )
-from tests.conftest import VALIDATION_ONLY_WORD
+from classifier.errors import ConfigError
+from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 
 
 @pytest.fixture
@@ -173,4 +178,50 @@ def test_vocabulary_with_line_separators_survives_keras_saving(tmp_path):
     loaded = keras.models.load_model(tmp_path / "v.keras")
     np.testing.assert_array_equal(
         model(tf.constant(texts)).numpy(), loaded(tf.constant(texts)).numpy()
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ("data.test_size=81", "data.test_size=81 exceeds the 80 reviews of the test split"),
+        ("data.val_size=41", "data.val_size=41 exceeds the 160 reviews of the train split"),
+    ],
+)
+def test_sizes_beyond_the_prepared_copy_are_refused(fixture_data_dir, override, named):
+    # Both pass the config's checks (25,000 reviews a split) but the copy holds fewer. TFDS
+    # refuses such a slice with a ValueError that used to be reported as missing data.
+    cfg = load_config(None, [*fixture_data_overrides(fixture_data_dir), override]).data
+    with pytest.raises(ConfigError) as raised:
+        load_raw_splits(cfg)
+    assert named in str(raised.value) and str(fixture_data_dir) in str(raised.value)
+
+
+def test_data_source_names_the_fixture_data(cfg, fixture_data_dir):
+    assert data_source(cfg) == {
+        "data.source_dir": str(fixture_data_dir),
+        "data.tfds_dataset": "imdb_reviews/plain_text/1.0.0",
+        "data.tfds_package": tfds.__version__,
+    }
+    assert (fixture_data_dir / "imdb_reviews" / "plain_text" / "1.0.0").is_dir()
+
+
+def test_data_source_follows_tfds_data_dir_as_an_absolute_path(
+    fixture_data_dir, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(fixture_data_dir.parent)
+    monkeypatch.setenv("TFDS_DATA_DIR", fixture_data_dir.name)  # relative: made absolute
+    cfg = load_config(None, ["data.data_dir=null", "data.train_size=120", "data.val_size=40"])
+    source = data_source(cfg.data)
+    assert source["data.source_dir"] == str(fixture_data_dir)
+    assert len(list(load_raw_splits(dataclasses.replace(cfg.data, test_size=80)).train)) == 120
+
+    monkeypatch.delenv("TFDS_DATA_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert data_source(cfg.data)["data.source_dir"] == str(tmp_path / "tensorflow_datasets")
+    assert os.path.isabs(
+        data_source(dataclasses.replace(cfg.data, data_dir="x"))["data.source_dir"]
+    )
+    assert Path(data_source(dataclasses.replace(cfg.data, data_dir="~/d"))["data.source_dir"]) == (
+        tmp_path / "d"
     )

@@ -43,8 +43,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from classifier.config import DataConfig  # noqa: E402
-from classifier.data import split_specs, tfds_load  # noqa: E402
 from classifier.errors import DataNotFoundError, ModelError  # noqa: E402
+from classifier.imdb_source import split_specs, tfds_load  # noqa: E402
 from classifier.predict import DEFAULT_BATCH_SIZE, vectorizer_of  # noqa: E402
 from classifier.registry import DEFAULT_MODEL_NAME, load_model  # noqa: E402
 

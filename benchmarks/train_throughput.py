@@ -45,11 +45,11 @@ from keras import layers, ops  # noqa: E402
 
 from classifier.config import Config, load_config  # noqa: E402
 from classifier.data import (  # noqa: E402
-    DataNotFoundError,
     build_vectorizer,
     load_raw_splits,
     make_datasets,
 )
+from classifier.errors import DataNotFoundError  # noqa: E402
 from classifier.models.classifier import build_classifier  # noqa: E402
 from classifier.models.variants import names as variant_names  # noqa: E402
 

@@ -14,18 +14,16 @@ import tensorflow_datasets as tfds
 
 from classifier.config import load_config
 from classifier.data import (
-    DataNotFoundError,
     ReviewVectorizer,
     build_vectorizer,
-    data_source,
     length_buckets,
     load_raw_splits,
     load_unsupervised,
     make_datasets,
-    split_specs,
     standardize_review,
 )
-from classifier.errors import ConfigError
+from classifier.errors import ConfigError, DataNotFoundError
+from classifier.imdb_source import data_source, split_specs
 from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 
 

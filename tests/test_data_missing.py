@@ -12,7 +12,7 @@ import pytest
 import tensorflow_datasets as tfds
 from click.testing import CliRunner
 
-from classifier import data
+from classifier import data, imdb_source
 from classifier.cli import cli
 from classifier.config import load_config
 from classifier.errors import DataNotFoundError
@@ -69,7 +69,10 @@ def test_missing_data_without_network_fails_at_once_and_leaves_no_folder(
 ):
     checks: list[str] = []
     monkeypatch.setattr(
-        data, "network_available", lambda *a, **k: checks.append("asked") or False, raising=False
+        imdb_source,
+        "network_available",
+        lambda *a, **k: checks.append("asked") or False,
+        raising=False,
     )
     missing = tmp_path / "absent" / "tfds"
     message, seconds = one_line_error(data_cfg(missing, download=True))
@@ -84,7 +87,10 @@ def test_missing_data_with_download_disabled_never_touches_the_network(
     tmp_path, monkeypatch, network_calls, no_download
 ):
     monkeypatch.setattr(
-        data, "network_available", lambda *a, **k: network_calls.append("check"), raising=False
+        imdb_source,
+        "network_available",
+        lambda *a, **k: network_calls.append("check"),
+        raising=False,
     )
     # TFDS reads TFDS_DATA_DIR once, at import; the data directory must follow it as it is now.
     monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "env-tfds"))
@@ -97,7 +103,7 @@ def test_missing_data_with_download_disabled_never_touches_the_network(
 
 
 def test_cli_reports_missing_data_in_one_line_without_network(tmp_path, monkeypatch, no_download):
-    monkeypatch.setattr(data, "network_available", lambda *a, **k: False, raising=False)
+    monkeypatch.setattr(imdb_source, "network_available", lambda *a, **k: False, raising=False)
     missing = tmp_path / "nonexistent"
     start = time.perf_counter()
     result = CliRunner().invoke(cli, ["data", "--data-dir", str(missing)], prog_name="classify")
@@ -113,8 +119,8 @@ def test_cli_reports_missing_data_in_one_line_without_network(tmp_path, monkeypa
 def test_network_check_answers_within_its_timeout(monkeypatch):
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
-        assert data.network_available(f"http://127.0.0.1:{port}/x.tar.gz", timeout=2) is True
-    assert data.network_available(f"http://127.0.0.1:{port}/x.tar.gz", timeout=2) is False
+        assert imdb_source.network_available(f"http://127.0.0.1:{port}/x.tar.gz", timeout=2) is True
+    assert imdb_source.network_available(f"http://127.0.0.1:{port}/x.tar.gz", timeout=2) is False
 
     release = threading.Event()
 
@@ -124,7 +130,7 @@ def test_network_check_answers_within_its_timeout(monkeypatch):
 
     monkeypatch.setattr(socket, "create_connection", hang)
     start = time.perf_counter()
-    assert data.network_available("http://example.invalid/x.tar.gz", timeout=0.5) is False
+    assert imdb_source.network_available("http://example.invalid/x.tar.gz", timeout=0.5) is False
     assert time.perf_counter() - start < 1.5
     release.set()
 
@@ -152,7 +158,7 @@ def fake_failed_download(created: list[Path]):
 
 def test_a_failed_download_removes_the_folders_it_made(tmp_path, monkeypatch):
     created: list[Path] = []
-    monkeypatch.setattr(data, "network_available", lambda *a, **k: True, raising=False)
+    monkeypatch.setattr(imdb_source, "network_available", lambda *a, **k: True, raising=False)
     monkeypatch.setattr(tfds, "load", fake_failed_download(created))
     missing = tmp_path / "new" / "tfds"
     message, _ = one_line_error(data_cfg(missing, download=True), data.load_unsupervised)
@@ -162,7 +168,7 @@ def test_a_failed_download_removes_the_folders_it_made(tmp_path, monkeypatch):
 
 def test_a_failed_download_keeps_what_was_there_before(tmp_path, monkeypatch):
     created: list[Path] = []
-    monkeypatch.setattr(data, "network_available", lambda *a, **k: True, raising=False)
+    monkeypatch.setattr(imdb_source, "network_available", lambda *a, **k: True, raising=False)
     monkeypatch.setattr(tfds, "load", fake_failed_download(created))
     keep = [tmp_path / "notes.txt", tmp_path / "mnist" / "3.0.1", tmp_path / "downloads" / "mnist"]
     keep[0].write_text("mine")

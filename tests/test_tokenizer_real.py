@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from classifier.config import load_config
-from classifier.data import ReviewVectorizer, build_vectorizer, load_raw_splits, tfds_load
+from classifier.data import ReviewVectorizer, build_vectorizer, load_raw_splits
+from classifier.imdb_source import tfds_load
 from classifier.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.large

@@ -108,13 +108,14 @@ def train(
       classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
       classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
     """
-    from classifier.train import TrainingInterrupted, stop_on_sigterm
+    from classifier.interrupts import stop_on_signals
+    from classifier.train import TrainingInterrupted
     from classifier.train import train as run_training
 
     if resume and (config_path or overrides):
         raise UserError("--resume continues with the run's own config; drop --config and --set")
     cfg = None if resume else resolve_config(config_path, overrides, data_dir)
-    stop_on_sigterm()
+    stop_on_signals()
     try:
         run_training(cfg, resume=resume, echo=click.echo)
     except TrainingInterrupted as interrupted:
@@ -289,9 +290,9 @@ def sweep(spec_path: str, dry_run: bool) -> None:
         click.echo(sweep_spec.describe_points(spec, points))
         return
     from classifier import sweep as sweeps
-    from classifier.train import stop_on_sigterm
+    from classifier.interrupts import stop_on_signals
 
-    stop_on_sigterm()
+    stop_on_signals()
     try:
         sweeps.run_sweep(spec, echo=click.echo)
     except sweeps.SweepInterrupted as interrupted:

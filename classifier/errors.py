@@ -36,6 +36,10 @@ class ResumeError(UserError, ValueError):
     """The run to resume does not exist, is finished, or has no config."""
 
 
+class RunBusy(ResumeError):
+    """The run to resume is being trained (or resumed) by another live process."""
+
+
 class ModelError(UserError):
     """No model was found, or what was given is not an end-to-end review classifier."""
 

@@ -25,8 +25,11 @@ from pathlib import Path
 import mlflow
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from classifier.compare import ComparisonRow, compare_runs, format_comparison
+from classifier.errors import ResumeError, RunBusy
+from classifier.leases import holder, is_live
 from classifier.sweep_spec import SweepSpec, expand, spec_hash
 from classifier.tracking import (
     CONFIG_HASH_TAG,
@@ -62,6 +65,7 @@ class SweepResult:
     trained: list[int] = field(default_factory=list)
     resumed: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
+    busy: list[int] = field(default_factory=list)  # being trained by another sweep process
     best: ComparisonRow | None = None
 
 
@@ -85,7 +89,7 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
     """
     import keras
 
-    from classifier.train import ResumeError, TrainingInterrupted, quiet_libraries, train
+    from classifier.train import TrainingInterrupted, quiet_libraries, train
 
     points = expand(spec)
     configure_tracking()
@@ -95,11 +99,14 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
     client = MlflowClient()
     digest = spec_hash(points)
     previous = find_sweep_parent(experiment_id, digest)
-    tags = {SPEC_HASH_TAG: digest, "sweep_name": spec.name, "git_commit": git_commit()}
+    if previous is None:
+        previous, created = _new_parent(experiment_id, digest, spec.name, client)
+    else:
+        created = False
     result = SweepResult(run_id="", rows=[])
-    with mlflow.start_run(run_id=previous, run_name=spec.name, tags=tags) as parent:
+    with mlflow.start_run(run_id=previous) as parent:
         result.run_id = run_id = parent.info.run_id
-        if previous is None:
+        if created:
             mlflow.log_params(
                 {
                     "sweep.spec": str(spec.path),
@@ -111,39 +118,45 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
             mlflow.log_text(spec.path.read_text(), "sweep.yaml")
         echo(
             f"sweep {spec.name}: {len(points)} points, parent run {run_id} in experiment "
-            f"{experiment}" + (" (continuing)" if previous else "")
+            f"{experiment}" + ("" if created else " (continuing)")
         )
-        children = _children_by_hash(run_id)
         try:
             for point in points:
                 title = f"[{point.index}/{len(points)}] {point.name}"
-                runs = children.get(point.config_hash, [])
+                # Read afresh for every point: another sweep process may have taken it since.
+                runs = _children_by_hash(run_id).get(point.config_hash, [])
                 finished = [run for run in runs if run.info.status == "FINISHED"]
                 if finished:
                     echo(f"skip {title}: finished in run {finished[0].info.run_id}")
                     result.skipped.append(point.index)
                     continue
+                busy = [(run.info.run_id, holder(run)) for run in runs if is_live(run)]
+                if busy:
+                    echo(f"skip {title}: run {busy[0][0]} is training in {busy[0][1]}")
+                    result.busy.append(point.index)
+                    continue
                 keras.backend.clear_session()
-                unfinished = [run for run in runs if run.info.status != "FINISHED"]
-                if unfinished:
-                    child = unfinished[0].info
+                if runs:  # KILLED, FAILED, or RUNNING with a dead process
+                    child = runs[0].info
                     echo(f"resume {title}: run {child.run_id} ({child.status})")
                     try:
                         train(resume=child.run_id, echo=echo)
                         client.update_run(child.run_id, name=point.name)
                         result.resumed.append(point.index)
                         continue
+                    except RunBusy as error:
+                        echo(f"skip {title}: {error}")
+                        result.busy.append(point.index)
+                        continue
                     except ResumeError as error:
                         echo(f"cannot resume ({error}); training the point afresh")
+                child_id = _claim_new_child(point, run_id, experiment_id, client)
+                if child_id is None:
+                    echo(f"skip {title}: another sweep process started it first")
+                    result.busy.append(point.index)
+                    continue
                 echo(f"train {title} (config {point.config_hash})")
-                child_tags = {
-                    PARENT_TAG: run_id,
-                    POINT_TAG: str(point.index),
-                    LABEL_TAG: point.label,
-                    CONFIG_HASH_TAG: point.config_hash,
-                }
-                trained = train(point.config, echo=echo, tags=child_tags)
-                client.update_run(trained.run_id, name=point.name)
+                train(point.config, echo=echo, run_id=child_id)
                 result.trained.append(point.index)
             result.rows = compare_runs(sweep_children(run_id), client, by_point=True)
             result.best = _log_summary(result.rows, client)
@@ -159,8 +172,42 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
             f"test_accuracy {best.test_accuracy_mean:.4f} ± {best.test_accuracy_std:.4f}) - "
             f"sweep run {run_id}; trained {len(result.trained)}, resumed {len(result.resumed)}, "
             f"skipped {len(result.skipped)}"
+            + (f", left to other sweep processes {len(result.busy)}" if result.busy else "")
         )
     return result
+
+
+def _new_parent(
+    experiment_id: str, digest: str, name: str, client: MlflowClient
+) -> tuple[str, bool]:
+    """Make the sweep's parent run, unless another process made one for the same spec first:
+    then join that one (the earliest parent wins; a later one is deleted). Returns the parent
+    run id and whether this process made it."""
+    tags = {SPEC_HASH_TAG: digest, "sweep_name": name, "git_commit": git_commit()}
+    mine = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+    first = find_sweep_parent(experiment_id, digest, earliest=True)
+    if first != mine:
+        client.delete_run(mine)
+    return first, first == mine
+
+
+def _claim_new_child(point, parent_id: str, experiment_id: str, client: MlflowClient) -> str | None:
+    """Make the child run of a point that has none; ``None`` when another sweep process made
+    one for the same point first (the earliest run wins; this one is deleted)."""
+    tags = {
+        MLFLOW_PARENT_RUN_ID: parent_id,
+        PARENT_TAG: parent_id,
+        POINT_TAG: str(point.index),
+        LABEL_TAG: point.label,
+        CONFIG_HASH_TAG: point.config_hash,
+    }
+    run = client.create_run(experiment_id, run_name=point.name, tags=tags)
+    mine = (run.info.start_time, run.info.run_id)
+    rivals = _children_by_hash(parent_id).get(point.config_hash, [])
+    if any((rival.info.start_time, rival.info.run_id) < mine for rival in rivals):
+        client.delete_run(run.info.run_id)
+        return None
+    return run.info.run_id
 
 
 def _children_by_hash(parent_run_id: str) -> dict[str, list[Run]]:

@@ -93,16 +93,17 @@ def git_commit() -> str:
         return "unknown"
 
 
-def find_sweep_parent(experiment_id: str, digest: str) -> str | None:
-    """The newest sweep parent run with this spec hash in the experiment, or None."""
+def find_sweep_parent(experiment_id: str, digest: str, earliest: bool = False) -> str | None:
+    """The newest (or the earliest) sweep parent run with this spec hash, or None."""
     runs = mlflow.search_runs(
         experiment_ids=[experiment_id],
         filter_string=f"tags.{SPEC_HASH_TAG} = '{digest}'",
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
         output_format="list",
     )
-    return runs[0].info.run_id if runs else None
+    if not runs:
+        return None
+    order = sorted(runs, key=lambda run: (run.info.start_time, run.info.run_id))
+    return (order[0] if earliest else order[-1]).info.run_id
 
 
 def sweep_children(parent_run_id: str, finished_only: bool = True) -> list[Run]:

@@ -8,8 +8,12 @@ validation epoch and logs test loss, accuracy, precision, recall, F1 and ROC-AUC
 ``train.registered_model`` with the alias ``newest``.
 
 After every epoch a checkpoint (model with optimizer state, best weights, progress) is logged
-under ``checkpoint/``. Ctrl-C marks the run KILLED and a crash marks it FAILED; both keep the
-checkpoint, and ``train(..., resume=run_id)`` continues from it.
+under ``checkpoint/``, then the epoch's metrics: one unit that no stop signal splits (Ctrl-C,
+SIGTERM and SIGHUP wait for it). A stop marks the run KILLED and a crash marks it FAILED; both
+keep the checkpoint, and ``train(..., resume=run_id)`` continues from it, logging any metric
+of a checkpointed epoch that a hard kill (SIGKILL) kept from the store. A run whose loss
+becomes NaN or infinite stops, is marked FAILED and registers nothing. While a run trains, a
+heartbeat (:mod:`classifier.leases`) tells other processes it is live: they cannot resume it.
 
 Example:
     >>> result = train(load_config("configs/smoke.yaml"))
@@ -22,10 +26,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
-import signal
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -47,7 +50,10 @@ from classifier.data import (
     load_raw_splits,
     make_datasets,
 )
-from classifier.errors import ResumeError
+from classifier.errors import ResumeError, UserError
+from classifier.interrupts import deferred_interrupt
+from classifier.leases import Heartbeat, claimed
+from classifier.metrics import classification_metrics
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.registry import log_pyfunc_model
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
@@ -60,14 +66,23 @@ EXAMPLE_REVIEWS = [
 
 
 class TrainingInterrupted(Exception):
-    """Training was stopped with Ctrl-C; the run is KILLED and its checkpoint kept."""
+    """Training was stopped (Ctrl-C, SIGTERM, SIGHUP); the run is KILLED, its checkpoint kept."""
 
-    def __init__(self, run_id: str):
+    def __init__(self, run_id: str, epochs_done: int = 1):
+        kept = (
+            "its last checkpoint is kept"
+            if epochs_done
+            else "no epoch had ended, so it starts from the beginning"
+        )
         super().__init__(
-            f"interrupted: run {run_id} marked KILLED, its last checkpoint is kept; "
+            f"interrupted: run {run_id} marked KILLED, {kept}; "
             f"continue with: classify train --resume {run_id}"
         )
         self.run_id = run_id
+
+
+class TrainingDiverged(UserError):
+    """The loss became NaN or infinite; the run is FAILED and nothing is registered."""
 
 
 @dataclass
@@ -97,6 +112,7 @@ def train(
     resume: str | None = None,
     echo: Callable[[str], None] = print,
     tags: dict[str, str] | None = None,
+    run_id: str | None = None,
 ) -> TrainResult:
     """Train, evaluate, log and register one model.
 
@@ -104,16 +120,26 @@ def train(
 
     Args:
         cfg: the resolved config (ignored when resuming: the run's own config is used).
-        resume: id of a KILLED or FAILED run to continue from its last checkpoint.
+        resume: id of a KILLED or FAILED run (or a RUNNING one whose process died) to continue
+            from its last checkpoint.
         echo: where progress lines go.
         tags: extra MLflow tags for a new run (a sweep tags its children).
+        run_id: an empty run made for this training (a sweep claims its points so), instead
+            of a new one.
 
     Raises:
-        TrainingInterrupted: on Ctrl-C (the run is marked KILLED).
+        TrainingInterrupted: on Ctrl-C, SIGTERM or SIGHUP (the run is marked KILLED).
+        RunBusy: ``resume`` names a run that another live process trains or resumes.
+        TrainingDiverged: the loss became NaN or infinite (the run is marked FAILED).
     """
     configure_tracking()
     quiet_libraries()
-    workdir = Path(tempfile.mkdtemp(prefix="classify-train-"))
+    held = claimed(resume) if resume else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="classify-train-") as folder, held:
+        return _train(cfg, resume, echo, tags, run_id, Path(folder))
+
+
+def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
     if resume:
         cfg, checkpoint = _load_resume_state(resume, workdir)
     elif cfg is None:
@@ -151,11 +177,17 @@ def train(
     ensure_experiment(cfg.experiment)
     run_name = f"{cfg.model.variant}-seed{cfg.train.seed}"
     nested = mlflow.active_run() is not None
-    new_run = {} if resume else {"run_name": run_name, "tags": tags}
-    with mlflow.start_run(run_id=resume, nested=nested, **new_run) as run:
+    existing = resume or run_id
+    new_run = {} if existing else {"run_name": run_name, "tags": tags}
+    with (
+        mlflow.start_run(run_id=existing, nested=nested, **new_run) as run,
+        Heartbeat(run.info.run_id),
+    ):
         run_id = run.info.run_id
         try:
-            if not resume:
+            if resume:
+                _log_missing_metrics(run_id, progress)
+            else:
                 _log_run_inputs(cfg, model, sizes, vectorizer)
             echo(
                 f"run {run_id}: {cfg.model.variant}, {model.count_params():,} parameters, "
@@ -163,7 +195,6 @@ def train(
                 + (f", resuming after epoch {progress.epoch}" if resume else "")
             )
             callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights)
-            started = time.perf_counter()
             model.fit(
                 data.train,
                 validation_data=data.validation,
@@ -173,13 +204,11 @@ def train(
                 shuffle=False,  # the training pipeline shuffles, seeded
                 verbose=0,
             )
-            train_seconds = time.perf_counter() - started
             callback.restore_best(model)
             result = _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id)
-            mlflow.log_metric("train_time_s", train_seconds)
         except KeyboardInterrupt:
             mlflow.end_run(status="KILLED")
-            raise TrainingInterrupted(run_id) from None
+            raise TrainingInterrupted(run_id, progress.epoch) from None
     m = result.test_metrics
     echo(
         f"test accuracy {m['test_accuracy']:.4f}  F1 {m['test_f1']:.4f}  "
@@ -188,28 +217,6 @@ def train(
         f"v{result.model_version}"
     )
     return result
-
-
-@contextlib.contextmanager
-def deferred_interrupt():
-    """Hold back Ctrl-C (SIGINT) until the block is done, then raise KeyboardInterrupt."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = []
-    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
-
-
-def stop_on_sigterm() -> None:
-    """Treat SIGTERM (``kill``, a closing terminal) like Ctrl-C: the run ends KILLED, not RUNNING."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def quiet_libraries() -> None:
@@ -250,8 +257,13 @@ class EpochTracker(keras.callbacks.Callback):
             "val_accuracy": float(logs["val_accuracy"]),
             "epoch_time_s": seconds,
         }
-        with deferred_interrupt():  # a Ctrl-C waits until the checkpoint is whole
-            mlflow.log_metrics(metrics, step=number)
+        if not all(math.isfinite(value) for value in metrics.values()):
+            bad = ", ".join(f"{k} {v}" for k, v in metrics.items() if not math.isfinite(v))
+            raise TrainingDiverged(
+                f"training diverged at epoch {number}: {bad}; the run is marked FAILED and "
+                "nothing is registered (try a lower train.learning_rate)"
+            )
+        with deferred_interrupt():  # a stop signal waits until checkpoint and metrics are whole
             progress = self.progress
             for name, value in metrics.items():
                 progress.history.setdefault(name, []).append(value)
@@ -269,6 +281,7 @@ class EpochTracker(keras.callbacks.Callback):
             self.model.save(self.dir / "last.keras")
             (self.dir / "progress.json").write_text(json.dumps(vars(progress)))
             mlflow.log_artifacts(str(self.dir), CHECKPOINT_DIR)
+            mlflow.log_metrics(metrics, step=number)
         patience = self.cfg.train.early_stopping_patience
         if patience is not None and number - progress.best_epoch >= patience:
             epochs = f"{patience} epoch{'s' if patience > 1 else ''}"
@@ -283,10 +296,7 @@ class EpochTracker(keras.callbacks.Callback):
 
 def _load_resume_state(run_id: str, workdir: Path) -> tuple[Config, Path | None]:
     client = mlflow.tracking.MlflowClient()
-    try:
-        run = client.get_run(run_id)
-    except mlflow.exceptions.MlflowException:
-        raise ResumeError(f"no run {run_id!r} in {mlflow.get_tracking_uri()}") from None
+    run = client.get_run(run_id)  # it exists: leases.claimed checked
     if run.info.status == "FINISHED":
         raise ResumeError(f"run {run_id} already finished; nothing to resume")
     names = {a.path for a in client.list_artifacts(run_id)}
@@ -302,6 +312,17 @@ def _load_resume_state(run_id: str, workdir: Path) -> tuple[Config, Path | None]
         run_id=run_id, artifact_path=CHECKPOINT_DIR, dst_path=str(workdir / "resumed")
     )
     return cfg, Path(path)
+
+
+def _log_missing_metrics(run_id: str, progress: Progress) -> None:
+    """Log the metrics of checkpointed epochs that the store lacks (a SIGKILL can fall between
+    an epoch's checkpoint and its metrics), so that the history stays contiguous."""
+    client = mlflow.tracking.MlflowClient()
+    for name, values in progress.history.items():
+        logged = {metric.step for metric in client.get_metric_history(run_id, name)}
+        for step, value in enumerate(values, start=1):
+            if step not in logged:
+                mlflow.log_metric(name, value, step=step)
 
 
 def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vectorizer) -> None:
@@ -338,8 +359,11 @@ def _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id) -
     end_to_end = build_end_to_end(vectorizer, model)
     keras_path = workdir / "model.keras"
     end_to_end.save(keras_path)
-    mlflow.log_artifact(str(keras_path))
-    version = log_pyfunc_model(keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS)
+    with deferred_interrupt():  # registered once, whole, or not at all
+        mlflow.log_artifact(str(keras_path))
+        version = log_pyfunc_model(keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS)
+        # The time of every epoch, across resumes (epoch_time_s includes validation).
+        mlflow.log_metric("train_time_s", float(sum(progress.history.get("epoch_time_s", []))))
     return TrainResult(
         run_id=run_id,
         test_metrics=metrics,
@@ -348,46 +372,3 @@ def _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id) -
         model_version=str(version.version),
         history=progress.history,
     )
-
-
-def classification_metrics(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
-    """Test loss (cross-entropy), accuracy, precision, recall, F1 and ROC-AUC of P(positive).
-
-    Example:
-        >>> classification_metrics(np.array([0, 1]), np.array([0.2, 0.9]))["test_accuracy"]
-        1.0
-    """
-    labels = np.asarray(labels).astype(int)
-    p = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-7, 1 - 1e-7)
-    predicted = (p >= 0.5).astype(int)
-    tp = int(np.sum((predicted == 1) & (labels == 1)))
-    fp = int(np.sum((predicted == 1) & (labels == 0)))
-    fn = int(np.sum((predicted == 0) & (labels == 1)))
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    loss = -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p))
-    return {
-        "test_loss": float(loss),
-        "test_accuracy": float(np.mean(predicted == labels)),
-        "test_precision": precision,
-        "test_recall": recall,
-        "test_f1": f1,
-        "test_roc_auc": roc_auc(labels, p),
-    }
-
-
-def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve: P(score of a positive > score of a negative), ties count half."""
-    labels = np.asarray(labels).astype(bool)
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
-        return float("nan")
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores), dtype=np.float64)
-    sorted_scores = np.asarray(scores)[order]
-    # Average ranks over ties.
-    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
-    average = first + (counts + 1) / 2.0
-    ranks[order] = np.repeat(average, counts)
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))

@@ -11,7 +11,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.config import load_config
-from classifier.train import classification_metrics, roc_auc, train
+from classifier.metrics import classification_metrics, roc_auc
+from classifier.train import train
 from tests.conftest import fixture_data_overrides
 
 EPOCHS = 4

@@ -51,6 +51,7 @@ from classifier.data import (
     make_datasets,
 )
 from classifier.errors import ResumeError, UserError
+from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
 from classifier.metrics import classification_metrics
@@ -327,6 +328,7 @@ def _log_missing_metrics(run_id: str, progress: Progress) -> None:
 
 def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vectorizer) -> None:
     mlflow.log_params(cfg.flat())
+    mlflow.log_params(data_source(cfg.data))  # where the reviews were read, whatever the config
     mlflow.log_params({f"data.{name}_reviews": size for name, size in sizes.items()})
     mlflow.log_param("model.parameters", model.count_params())
     mlflow.set_tags(

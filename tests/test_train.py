@@ -8,6 +8,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+import tensorflow_datasets as tfds
 from mlflow.tracking import MlflowClient
 
 from classifier.config import load_config
@@ -71,6 +72,10 @@ def test_params_tags_and_metrics_are_logged(finished):
     assert params["data.validation_reviews"] == "40"
     assert params["data.test_reviews"] == "80"
     assert int(params["model.parameters"]) > 1000
+    # Where the reviews came from, resolved: an absolute folder, the data set and its version.
+    assert params["data.source_dir"] == str(Path(cfg.data.data_dir).resolve())
+    assert params["data.tfds_dataset"] == "imdb_reviews/plain_text/1.0.0"
+    assert params["data.tfds_package"] == tfds.__version__
     assert run.data.tags["variant"] == "encoder"
     assert len(run.data.tags["git_commit"]) >= 7
     assert run.data.tags["config_hash"] == cfg.config_hash()

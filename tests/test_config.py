@@ -351,6 +351,14 @@ def test_a_number_for_a_text_key_says_to_quote_it():
         load_config(None, ["train.epochs=" + "9" * 5000])  # over Python's 4,300 digits
 
 
+def test_booleans_take_yaml_words_but_not_quoted_text():
+    # PyYAML reads yes/no/on/off as booleans already; quoted text stays text and is refused.
+    cfg = load_config(None, ["model.norm_first=yes", "model.scale_embeddings=off"])
+    assert (cfg.model.norm_first, cfg.model.scale_embeddings) == (True, False)
+    with pytest.raises(ConfigError, match=r"^model.norm_first must be bool, got str 'true'$"):
+        load_config(None, ["model.norm_first='true'"])
+
+
 def test_module_examples_run():
     import classifier.config
 

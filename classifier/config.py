@@ -3,6 +3,12 @@
 A config file may name another with ``extends: other.yaml`` (relative to itself); its keys are
 merged over that file's. Command-line overrides (``--set model.num_heads=4``) come last. Every
 key, type and value is checked, and a bad one raises :class:`ConfigError` naming the key.
+:func:`read_yaml_mapping` reads any YAML file of this project the same way (sweep specs too).
+
+YAML is read as PyYAML's safe loader does (YAML 1.1: ``yes``/``no`` are booleans), with three
+differences that keep a value from meaning something else than it says: a repeated key is an
+error; ``010`` and ``1:30`` stay text instead of becoming 8 and 90; and a key of type float
+takes a number written as text (``1e-3``, which YAML 1.1 leaves a string) as that number.
 
 Example:
     >>> cfg = load_config("configs/default.yaml", ["model.num_heads=4"])
@@ -15,8 +21,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import re
 import types
 import typing
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +35,39 @@ import yaml
 
 from classifier.errors import ConfigError
 from classifier.models import variants
+from classifier.yaml_files import YamlLoader, read_yaml_mapping
 
 POSITIONS = ("sinusoidal", "learned")
 TRUNCATE_SIDES = ("head", "tail")
 #: Size of the TFDS ``train`` split, from which both training and validation reviews are taken.
 IMDB_TRAIN_REVIEWS = 25_000
 IMDB_TEST_REVIEWS = 25_000
+#: Upper bounds far past any use, so that a slip (10**12) fails here and not deep in TensorFlow:
+#: the vocabulary is adapted on at most 25,000 reviews, which hold far fewer distinct words; the
+#: longest review has about 2,500 words (and batches of 1,024 reviews are padded to
+#: ``sequence_length`` before trimming); no batch holds more than all 100,000 reviews.
+MAX_SIZES = {
+    "data.vocab_size": 1_000_000,
+    "data.sequence_length": 100_000,
+    "data.batch_size": 1_000_000,
+    "model.num_layers": 1_000,
+}
+#: The weight tables a config sizes: token embeddings, learned positions, attention projections,
+#: feed-forward. None may hold more than MAX_TABLE_WEIGHTS numbers: 8 GiB of float32, 32 GiB
+#: while Adam trains it (weights, gradient, two moments).
+WEIGHT_TABLES = (
+    ("data.vocab_size", "model.embed_dim"),
+    ("data.sequence_length", "model.embed_dim"),
+    ("model.embed_dim", "model.embed_dim"),
+    ("model.embed_dim", "model.ff_dim"),
+)
+MAX_TABLE_WEIGHTS = 2**31 - 1
+#: ``keras.utils.set_random_seed`` (NumPy) takes seeds in [0, 2**32 - 1].
+MAX_SEED = 2**32 - 1
+#: ``mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH``.
+MAX_EXPERIMENT_NAME = 500
+#: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``).
+_FLOAT_TEXT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 
 
 @dataclass
@@ -144,6 +180,10 @@ def from_dict(tree: dict[str, Any]) -> Config:
 
 def validate(config: Config) -> None:
     """Reject values no run could use; each message names the key and the value."""
+    flat = config.flat()
+    for key, value in flat.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{key} must be a finite number, got {value!r}")
     d, m, t = config.data, config.model, config.train
     for key, value in {
         "data.train_size": d.train_size,
@@ -162,6 +202,19 @@ def validate(config: Config) -> None:
     }.items():
         if value is not None and value <= 0:
             raise ConfigError(f"{key} must be positive, got {value!r}")
+    for key, limit in MAX_SIZES.items():
+        if flat[key] > limit:
+            raise ConfigError(f"{key}={flat[key]} exceeds {limit:,}, far more than any run can use")
+    for key_a, key_b in WEIGHT_TABLES:
+        if (weights := flat[key_a] * flat[key_b]) > MAX_TABLE_WEIGHTS:
+            raise ConfigError(
+                f"{key_a}={flat[key_a]} x {key_b}={flat[key_b]} gives a table of {weights:,} "
+                f"weights; one table holds at most {MAX_TABLE_WEIGHTS:,} (8 GiB of float32)"
+            )
+    if not 0 <= t.seed <= MAX_SEED:
+        raise ConfigError(
+            f"train.seed must be between 0 and {MAX_SEED:,} (2**32 - 1), got {t.seed}"
+        )
     if d.vocab_size < 3:
         raise ConfigError(
             f"data.vocab_size must be at least 3 (padding, OOV, one word), got {d.vocab_size}"
@@ -191,30 +244,64 @@ def validate(config: Config) -> None:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
     if not config.experiment.strip():
         raise ConfigError("experiment must not be empty")
+    if len(config.experiment) > MAX_EXPERIMENT_NAME:
+        raise ConfigError(
+            f"experiment is {len(config.experiment)} characters long; MLflow takes at most "
+            f"{MAX_EXPERIMENT_NAME}"
+        )
+    _check_model_name("train.registered_model", t.registered_model)
 
 
-def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    if path.resolve() in seen:
-        raise ConfigError(f"config {path} extends itself")
-    try:
-        tree = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        reason = str(error).replace("\n", " ")
-        raise ConfigError(f"config {path} is not valid YAML: {reason}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"config {path} must be a mapping of keys to values")
-    base = tree.pop("extends", None)
-    if base is None:
+def _check_model_name(key: str, name: str) -> None:
+    """Refuse a name MLflow would refuse to register, after training.
+
+    Mirrors ``mlflow.utils.validation._validate_model_name`` (MLflow 3.17) without importing
+    MLflow, and refuses what ``models:/NAME@ALIAS`` cannot carry (``?`` starts a query) and
+    control characters.
+    """
+    if not name.strip():
+        raise ConfigError(f"{key} must not be empty")
+    if any(char in name for char in "/:?"):
+        problem = "'/', ':' and '?' are not allowed"
+    elif name == "." or name.startswith(".."):
+        problem = "it must not be '.' or start with '..'"
+    elif any(unicodedata.category(char) == "Cc" for char in name):
+        problem = "control characters are not allowed"
+    else:
+        return
+    raise ConfigError(f"{key}={name!r} cannot be an MLflow model name: {problem}")
+
+
+def _read_yaml(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    tree = read_yaml_mapping(path, "config")
+    if "extends" not in tree:
         return tree
-    merged = _read_yaml(path.parent / base, (*seen, path.resolve()))
+    name = tree.pop("extends")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(
+            f"config {path}: extends must name a YAML file (relative to this one), got "
+            f"{_shown(name)}"
+        )
+    base = path.parent / name
+    chain = (*chain, path)
+    resolved = [file.resolve() for file in chain]
+    if base.resolve() == path.resolve():
+        raise ConfigError(f"config {path} extends itself")
+    if base.resolve() in resolved:
+        cycle = " -> ".join(map(str, [*chain[resolved.index(base.resolve()) :], base]))
+        raise ConfigError(f"config {path} extends {base}, which makes a cycle: {cycle}")
+    if not base.is_file():
+        problem = "is a directory" if base.is_dir() else "does not exist"
+        raise ConfigError(f"config {path} extends {base}, which {problem}")
+    merged = _read_yaml(base, chain)
     _merge(merged, tree)
     return merged
 
 
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> None:
     for key, value in update.items():
+        if isinstance(base.get(key), dict) and value is None:
+            continue  # a section whose keys are all commented out changes nothing
         if isinstance(value, dict) and isinstance(base.get(key), dict):
             _merge(base[key], value)
         else:
@@ -223,20 +310,36 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> None:
 
 def _parse_override(item: str) -> tuple[str, Any]:
     key, sep, text = item.partition("=")
-    if not sep or not key.strip():
+    key = key.strip()
+    if not sep or not key:
         raise ConfigError(f"override {item!r} must look like key=value, e.g. model.num_heads=4")
+    if "" in key.split("."):
+        raise ConfigError(f"override {item!r}: key {key!r} has an empty part")
+    section: Any = Config
+    parts = key.split(".")
+    for depth, part in enumerate(parts[:-1], 1):
+        hint = typing.get_type_hints(section).get(part)
+        if hint is None:
+            break  # an unknown key: _build names the keys the section takes
+        if not dataclasses.is_dataclass(hint):
+            raise ConfigError(
+                f"config key {key!r}: {'.'.join(parts[:depth])!r} is a value, not a section"
+            )
+        section = hint
     try:
-        value = yaml.safe_load(text) if text.strip() else ""
-    except yaml.YAMLError:
+        value = yaml.load(text, Loader=YamlLoader) if text.strip() else ""
+    except (yaml.YAMLError, ValueError):  # ValueError: 2024-13-45, an int of 4,301 digits
         value = text
-    return key.strip(), value
+    return key, value
 
 
 def _set_dotted(tree: dict[str, Any], key: str, value: Any) -> None:
     *parents, leaf = key.split(".")
     node = tree
     for part in parents:
-        node = node.setdefault(part, {})
+        if node.get(part) is None:  # absent, or a section whose keys are all commented out
+            node[part] = {}
+        node = node[part]
         if not isinstance(node, dict):
             raise ConfigError(f"config key {key!r}: {part!r} is a value, not a section")
     node[leaf] = value
@@ -248,7 +351,7 @@ def _build(cls: type, tree: Any, prefix: str) -> Any:
         raise ConfigError(f"{section} must be a mapping, got {tree!r}")
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(tree) - names)
+    unknown = sorted(map(str, set(tree) - names))
     if unknown:
         raise ConfigError(
             f"unknown config key '{prefix}{unknown[0]}'; {section} takes {', '.join(sorted(names))}"
@@ -257,7 +360,7 @@ def _build(cls: type, tree: Any, prefix: str) -> Any:
     for name, value in tree.items():
         hint = hints[name]
         if dataclasses.is_dataclass(hint):
-            values[name] = _build(hint, value, f"{prefix}{name}.")
+            values[name] = _build(hint, {} if value is None else value, f"{prefix}{name}.")
         else:
             values[name] = _check_type(f"{prefix}{name}", value, hint)
     return cls(**values)
@@ -275,8 +378,22 @@ def _check_type(key: str, value: Any, hint: Any) -> Any:
         if kind is int and isinstance(value, int) and not isinstance(value, bool):
             return value
         if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:
+                raise ConfigError(
+                    f"{key} must be a finite number, got an int too large for a float"
+                ) from None
         if kind is str and isinstance(value, str):
             return value
+    if float in allowed and isinstance(value, str) and _FLOAT_TEXT.fullmatch(value):
+        return float(value)  # 1e-3: YAML 1.1 reads it as text
     expected = " or ".join("null" if k is type(None) else k.__name__ for k in allowed)
-    raise ConfigError(f"{key} must be {expected}, got {type(value).__name__} {value!r}")
+    hint_text = ""
+    if str in allowed and not isinstance(value, list | dict):  # 2024, yes, 2024-01-31
+        hint_text = "; put it in quotes to keep it as text"
+    raise ConfigError(f"{key} must be {expected}, got {_shown(value)}{hint_text}")
+
+
+def _shown(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {value!r}"

@@ -38,6 +38,7 @@ import yaml
 from classifier.compare import group_key, group_labels, params_of
 from classifier.config import Config, flatten, load_config
 from classifier.errors import ConfigError
+from classifier.yaml_files import read_yaml_mapping
 
 SPEC_KEYS = ("name", "base", "experiment", "overrides", "points", "grid")
 
@@ -90,15 +91,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     """
     path = Path(path)
     where = f"sweep spec {path}"
-    if not path.is_file():
-        raise ConfigError(f"{where} not found")
-    try:
-        tree = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        reason = str(error).replace("\n", " ")
-        raise ConfigError(f"{where} is not valid YAML: {reason}") from None
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{where} must be a mapping with the keys {', '.join(SPEC_KEYS)}")
+    tree = read_yaml_mapping(path, "sweep spec")
     unknown = sorted(str(key) for key in tree if key not in SPEC_KEYS)
     if unknown:
         raise ConfigError(

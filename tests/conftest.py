@@ -249,3 +249,11 @@ def big_file(tmp_path_factory) -> Path:
         out.write(b" " * rest + tail)
     assert path.stat().st_size == BIG
     return path
+
+
+@pytest.fixture(scope="module")
+def spec_path(tmp_path_factory, fixture_data_dir) -> Path:
+    """The sweep spec of ``tests.sweep_helpers.spec_tree`` on the fixture data, written once."""
+    from tests.sweep_helpers import spec_tree, write_spec
+
+    return write_spec(tmp_path_factory.mktemp("spec") / "tiny.yaml", spec_tree(fixture_data_dir))

@@ -22,12 +22,7 @@ from classifier.compare import (
     format_comparison,
 )
 from classifier.sweep_spec import expand, load_spec, spec_hash
-from tests.sweep_helpers import EPOCHS, EXPERIMENT, invoke, spec_tree, write_spec
-
-
-@pytest.fixture(scope="module")
-def spec_path(tmp_path_factory, fixture_data_dir) -> Path:
-    return write_spec(tmp_path_factory.mktemp("spec") / "tiny.yaml", spec_tree(fixture_data_dir))
+from tests.sweep_helpers import EPOCHS, EXPERIMENT, invoke
 
 
 @pytest.fixture(scope="module")

@@ -108,3 +108,23 @@ def test_bad_spec_is_one_line_with_exit_code_2(tmp_path, fixture_data_dir):
     assert "model.dropout must be in [0, 1), got 1.5" in result.output
     missing = invoke("sweep", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == 2 and "not found" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"name: caf\xe9\n", "is not UTF-8 text: byte 0xe9 on line 1"),
+        (b"name: a\nname: b\n", "is not valid YAML: found duplicate key 'name'"),
+        (b"- a list\n", "must be a mapping of keys to values, not a list"),
+        (b"grid: {train.seed: [1\n", "is not valid YAML: "),
+    ],
+    ids=["not-utf8", "duplicate-key", "a-list", "bad-yaml"],
+)
+def test_unreadable_specs_are_one_line_naming_the_file(tmp_path, content, message):
+    spec = tmp_path / "spec.yaml"
+    spec.write_bytes(content)
+    result = invoke("sweep", str(spec), "--dry-run")
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1 and "Traceback" not in result.output
+    assert result.output.startswith(f"classify: error: sweep spec {spec} ")
+    assert message in result.output

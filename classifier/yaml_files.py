@@ -1,0 +1,110 @@
+"""Reading the project's YAML files (configs, sweep specs): UTF-8, a mapping at the top, no
+repeated keys, YAML 1.2 integers; every problem one :class:`~classifier.errors.ConfigError` line
+that names the file.
+
+Example:
+    >>> read_yaml_mapping(Path("configs/smoke.yaml"), "config")["extends"]
+    'default.yaml'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from classifier.errors import ConfigError
+
+
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
+    """Read a UTF-8 YAML file whose top level is a mapping (an empty file is ``{}``).
+
+    Every problem (missing, a directory, unreadable, not UTF-8, bad YAML, a repeated key, not a
+    mapping) raises one :class:`ConfigError` line that begins with ``what`` and the path.
+
+    Example:
+        >>> read_yaml_mapping(Path("configs/smoke.yaml"), "config")["extends"]
+        'default.yaml'
+        >>> read_yaml_mapping(Path("configs"), "sweep spec")
+        Traceback (most recent call last):
+        classifier.errors.ConfigError: sweep spec configs is a directory, not a file
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{what} file not found: {path}")
+    if not path.is_file():
+        kind = "a directory" if path.is_dir() else "a special file"
+        raise ConfigError(f"{what} {path} is {kind}, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{what} {path} cannot be read: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        byte = data[error.start]
+        raise ConfigError(
+            f"{what} {path} is not UTF-8 text: byte {byte:#04x} on line {line}"
+        ) from None
+    try:
+        tree = yaml.load(text, Loader=YamlLoader)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{what} {path} is not valid YAML: {yaml_problem(error, text)}") from None
+    except RecursionError:
+        raise ConfigError(f"{what} {path} is nested too deeply") from None
+    except ValueError as error:  # from a constructor: 2024-13-45, an int of over 4,300 digits
+        reason = str(error).split(";")[0]
+        raise ConfigError(f"{what} {path} is not valid YAML: {reason}") from None
+    if tree is None:
+        return {}
+    if not isinstance(tree, dict):
+        kind = type(tree).__name__
+        raise ConfigError(f"{what} {path} must be a mapping of keys to values, not a {kind}")
+    return tree
+
+
+class YamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader; a repeated key is an error, and ints are decimal, 0x or 0b only."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *base' then a key: an update
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # PyYAML's own "found unhashable key" follows
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"found duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+# YAML 1.1 reads 010 as octal 8 and 1:30 as 90 (base 60): keep such text a string.
+_INT = "tag:yaml.org,2002:int"
+YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != _INT]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+YamlLoader.add_implicit_resolver(
+    _INT,
+    re.compile(r"^[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0|[1-9][0-9_]*)$"),
+    list("-+0123456789"),
+)
+
+
+def yaml_problem(error: yaml.YAMLError, text: str) -> str:
+    if isinstance(error, yaml.reader.ReaderError):  # a control character
+        line = text.count("\n", 0, error.position) + 1
+        return f"character {chr(error.character)!r} is not allowed (line {line})"
+    problem, mark = getattr(error, "problem", None), getattr(error, "problem_mark", None)
+    if not problem:
+        return " ".join(str(error).split())
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    return " ".join(problem.split()) + where

@@ -5,9 +5,10 @@ Rows come from a sweep's children (``compare(sweep_id=...)``) or from every fini
 experiment, sweep parents excluded (``compare(experiment=...)``). Which sizes a row shows is
 asked of the variant registry.
 
-Example:
-    >>> rows = compare(experiment="imdb-sweeps")
-    >>> print(format_comparison(rows, "table"))
+Example (``classify compare --experiment imdb-sweeps`` does this)::
+
+    rows = compare(experiment="imdb-sweeps")
+    print(format_comparison(rows, "table"))
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ def compare(experiment: str | None = None, sweep_id: str | None = None) -> list[
     Raises:
         SweepError: no such run or experiment, or no finished runs in it.
 
-    Example:
-        >>> rows = compare(experiment="imdb-sweeps")
-        >>> print(format_comparison(rows, "table"))
+    Example (an MLflow store with that experiment)::
+
+        rows = compare(experiment="imdb-sweeps")
+        print(format_comparison(rows, "table"))
     """
     uri = configure_tracking()
     client = MlflowClient()
@@ -128,10 +130,10 @@ def compare_runs(
         client: reads the per-epoch ``val_accuracy`` histories.
         by_point: order groups by the sweep's point numbers (else by start time).
 
-    Example:
-        >>> rows = compare_runs(sweep_runs(parent_run_id))
-        >>> rows[0].variant, rows[0].seeds
-        ('attention', [1, 2, 3])
+    Example (a sweep's parent run id)::
+
+        rows = compare_runs(sweep_children(parent_run_id), by_point=True)
+        rows[0].variant, rows[0].seeds  # ('attention', [1, 2, 3])
     """
     client = client or MlflowClient()
     usable = [
@@ -269,9 +271,11 @@ def format_comparison(rows: Sequence[ComparisonRow], fmt: str = "table") -> str:
     """The comparison table as ``table`` (aligned text), ``markdown``, ``csv`` or ``json``.
 
     Example:
-        >>> print(format_comparison(compare(sweep_id=run_id), "markdown"))
+        >>> row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000)
+        >>> print(format_comparison([row], "markdown"))
         | variant | seeds | key params | best val acc | test acc | epochs | train time (s) | params |
-        ...
+        | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |
+        | encoder | 1,2 | d=16 | 0.8800 | 0.8710 ± 0.0020 | 7.0 | 370.0 | 171,000 |
     """
     if fmt == "json":
         return json.dumps([row.to_json() for row in rows], indent=2)

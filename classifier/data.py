@@ -5,12 +5,13 @@ The TFDS ``train`` split (25,000 reviews) is cut in order into training and vali
 used for the final evaluation, never for model selection. ``unsupervised`` (50,000 unlabelled
 reviews) is reachable through :func:`load_unsupervised`.
 
-Example:
-    >>> cfg = load_config("configs/smoke.yaml").data
-    >>> raw = load_raw_splits(cfg)
-    >>> vectorizer = build_vectorizer(cfg, raw.train)
-    >>> data = make_datasets(cfg, raw, vectorizer)
-    >>> ids, labels = next(iter(data.train))  # (batch, <= sequence_length) int64, (batch,) int64
+Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
+
+    cfg = load_config("configs/smoke.yaml").data
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+    data = make_datasets(cfg, raw, vectorizer)
+    ids, labels = next(iter(data.train))  # (batch, <= sequence_length) int64, (batch,) int64
 """
 
 from __future__ import annotations

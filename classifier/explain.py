@@ -13,10 +13,11 @@ explained the same way.
 The attention a token *receives* is the mean, over the real (non-padding) query positions q,
 of ``weights[q, k]``: it sums to 1 over the review's tokens.
 
-Example:
-    >>> model = load_model("model.keras")
-    >>> explanation = explain_text(model, "A wonderful, moving film.")
-    >>> plots.plot_token_attention("review.png", **figure_arguments(explanation))
+Example (a trained model; ``classify explain`` does this)::
+
+    model = classifier.registry.load_model("model.keras")
+    explanation = explain_text(model, "A wonderful, moving film.")
+    plots.plot_token_attention("review.png", **figure_arguments(explanation))
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 end it the same way, and a block of work that must stay whole (an epoch's checkpoint and its
 metrics) holds every one of them back until it is done.
 
-Example:
-    >>> stop_on_signals()  # SIGTERM and SIGHUP now raise KeyboardInterrupt, as Ctrl-C does
-    >>> with deferred_interrupt():
-    ...     pass  # a signal arriving here is raised as KeyboardInterrupt after the block
+Example (in a command's main thread)::
+
+    stop_on_signals()  # SIGTERM and SIGHUP now raise KeyboardInterrupt, as Ctrl-C does
+    with deferred_interrupt():
+        pass  # a signal arriving here is raised as KeyboardInterrupt after the block
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ not live, so it stays resumable. MLflow has no compare-and-set, so a claim (:fun
 contender writes before reading all claims back: the earliest recent claim of a live process
 wins, and every contender agrees on it because it compares the same data.
 
-Example:
-    >>> with Heartbeat(run_id):
-    ...     pass  # training
-    >>> is_live(MlflowClient().get_run(run_id))
-    False
+Example (inside a run)::
+
+    with Heartbeat(run_id):
+        pass  # training
+    is_live(MlflowClient().get_run(run_id))  # False: the heartbeat stopped with the run
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ similar length, each cut to its longest review. :func:`classify_files` reads the
 (:mod:`classifier.reviews`), predicts them chunk by chunk and prints table, JSON or CSV lines as
 they come. Finding and loading the model is :mod:`classifier.registry`'s job.
 
-Example:
-    >>> model = load_model("model.keras")  # classifier.registry
-    >>> predict_texts(model, ["A wonderful film.", "Dull and far too long."])
-    [0.93, 0.08]
+Example (a trained model)::
+
+    model = load_model("model.keras")  # classifier.registry
+    predict_texts(model, ["A wonderful film.", "Dull and far too long."])  # [0.93, 0.08]
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ models are loaded from their ``.keras`` file (``safe_mode`` on) and run by Keras
 Training logs a model with :func:`log_pyfunc_model`: the :class:`SentimentModel` pyfunc
 wrapper, registered, with the alias ``newest`` moved to it.
 
-Example:
-    >>> model = load_model("models:/imdb-sentiment@newest")
-    >>> predict_texts(model, ["A wonderful film."])
-    [0.93]
+Example (a store with a registered model)::
+
+    model = load_model("models:/imdb-sentiment@newest")
+    predict_texts(model, ["A wonderful film."])  # [0.93]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ without stopping the others. No TensorFlow here: this module imports only the st
 Example:
     >>> import io
     >>> reporter = Reporter(print)
-    >>> stream = io.BytesIO(b"A wonderful film.\n\nDull.\n")
+    >>> stream = io.BytesIO(b"A wonderful film.\\n\\nDull.\\n")
     >>> [r.source for r in read_reviews(["-"], reporter, per_line=True, stdin=stream)]
     ['<stdin>:1', '<stdin>:3']
 """

@@ -9,9 +9,10 @@ bar chart of test accuracy per variant and a chart of validation accuracy per ep
 metrics ``best_val_accuracy`` and ``best_test_accuracy`` and the tag ``best_point``: the group
 with the highest mean validation accuracy (the test split never chooses).
 
-Example:
-    >>> result = run_sweep(load_spec("configs/sweeps/quick.yaml"))
-    >>> print(format_comparison(result.rows, "markdown"))
+Example (trains every point: minutes)::
+
+    result = run_sweep(load_spec("configs/sweeps/quick.yaml"))
+    print(format_comparison(result.rows, "markdown"))
 """
 
 from __future__ import annotations
@@ -82,10 +83,10 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
     Raises:
         SweepInterrupted: on Ctrl-C (the child and the parent are marked KILLED).
 
-    Example:
-        >>> result = run_sweep(load_spec("configs/sweeps/quick.yaml"))
-        >>> len(result.trained) + len(result.resumed) + len(result.skipped)
-        6
+    Example (trains every point of a fresh sweep)::
+
+        result = run_sweep(load_spec("configs/sweeps/quick.yaml"))
+        len(result.trained) + len(result.resumed) + len(result.skipped)  # 6
     """
     import keras
 

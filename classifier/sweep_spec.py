@@ -203,8 +203,11 @@ def describe_points(spec: SweepSpec, points: Sequence[SweepPoint]) -> str:
     """What ``classify sweep --dry-run`` prints: one numbered line per point with its hash.
 
     Example:
+        >>> spec = load_spec("configs/sweeps/quick.yaml")
         >>> print(describe_points(spec, expand(spec)))
-        sweep quick: 6 points in experiment imdb-sweeps-quick (base configs/default.yaml)
+        sweep quick: 6 points in experiment imdb-sweeps-quick (base configs/default.yaml, spec hash ...)
+        every point: data.train_size=4000 ...
+        1  attention seed=1  model.variant=attention train.seed=1  config ...
         ...
     """
     experiment = points[0].config.experiment if points else spec.experiment

@@ -5,9 +5,10 @@ By default every run lands in one SQLite store, ``<project root>/mlflow.db``, wi
 ``<project root>/mlruns/``, whatever the working directory; ``MLFLOW_TRACKING_URI`` overrides it
 (for example ``http://127.0.0.1:5000`` for an ``mlflow server``).
 
-Example:
-    >>> uri = configure_tracking()
-    >>> experiment_id = ensure_experiment("imdb-classifier")
+Example (creates the store if need be)::
+
+    uri = configure_tracking()
+    experiment_id = ensure_experiment("imdb-classifier")
 """
 
 from __future__ import annotations

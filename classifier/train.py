@@ -15,10 +15,10 @@ of a checkpointed epoch that a hard kill (SIGKILL) kept from the store. A run wh
 becomes NaN or infinite stops, is marked FAILED and registers nothing. While a run trains, a
 heartbeat (:mod:`classifier.leases`) tells other processes it is live: they cannot resume it.
 
-Example:
-    >>> result = train(load_config("configs/smoke.yaml"))
-    >>> result.test_metrics["test_accuracy"]
-    0.78
+Example (with the data at hand)::
+
+    result = train(load_config("configs/smoke.yaml"))
+    result.test_metrics["test_accuracy"]  # 0.78
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ builder a variant uses, and everything else about it, is in the registry
 Example:
     >>> from classifier.config import ModelConfig
     >>> model = build_classifier(ModelConfig(variant="encoder"), vocab_size=100, sequence_length=8)
-    >>> model(np.array([[5, 7, 2, 0]])).shape
+    >>> tuple(model(np.array([[5, 7, 2, 0]])).shape)
     (1, 2)
 """
 

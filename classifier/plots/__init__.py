@@ -5,8 +5,8 @@
 
 Example:
     >>> from classifier import plots
-    >>> plots.plot_training_curves("/tmp/curves.png", {"train_loss": [0.6, 0.4]})
-    PosixPath('/tmp/curves.png')
+    >>> plots.plot_training_curves(tmp / "curves.png", {"train_loss": [0.6, 0.4]}).name
+    'curves.png'
 """
 
 from classifier.plots.attention import (

@@ -33,7 +33,8 @@ def plot_positional_encoding(
         The path written.
 
     Example:
-        >>> plot_positional_encoding("artefacts/positional_encoding.png", 2048, 512)
+        >>> plot_positional_encoding(tmp / "positional_encoding.png", 2048, 512).name
+        'positional_encoding.png'
     """
     from keras import ops
 
@@ -71,8 +72,12 @@ def plot_attention_heads(
         The path written.
 
     Example:
-        >>> _, w = block(x[:1], return_attention_scores=True)  # (1, h, T, T)
-        >>> plot_attention_heads("attention.png", w, tokens, tokens)
+        >>> from classifier.layers import EncoderLayer
+        >>> tokens = ["a", "great", "film"]
+        >>> x = np.random.default_rng(0).normal(size=(1, 3, 8)).astype("float32")
+        >>> _, w = EncoderLayer(8, 2, 16)(x, return_attention_scores=True)  # (1, h, T, T)
+        >>> plot_attention_heads(tmp / "attention.png", w, tokens, tokens).name
+        'attention.png'
     """
     weights = np.asarray(weights, dtype="float32")
     if weights.ndim == 4 and weights.shape[0] == 1:
@@ -143,9 +148,9 @@ def plot_token_attention(
         The path written.
 
     Example:
-        >>> plot_token_attention("/tmp/great.png", ["great", "film"], [True, True],
-        ...     np.array([0.7, 0.3]), "positive", 0.93, "2 tokens", [("great", 0.7, 1)])
-        PosixPath('/tmp/great.png')
+        >>> plot_token_attention(tmp / "great.png", ["great", "film"], [True, True],
+        ...     np.array([0.7, 0.3]), "positive", 0.93, "2 tokens", [("great", 0.7, 1)]).name
+        'great.png'
     """
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize

@@ -22,8 +22,10 @@ def plot_training_curves(
         best_epoch: epoch (from 1) to mark with a vertical line.
 
     Example:
-        >>> plot_training_curves("curves.png", {"train_loss": [0.6, 0.4], "val_loss": [0.5, 0.45],
-        ...     "train_accuracy": [0.7, 0.8], "val_accuracy": [0.75, 0.78]}, best_epoch=2)
+        >>> plot_training_curves(tmp / "curves.png", {"train_loss": [0.6, 0.4],
+        ...     "val_loss": [0.5, 0.45], "train_accuracy": [0.7, 0.8],
+        ...     "val_accuracy": [0.75, 0.78]}, best_epoch=2).name
+        'curves.png'
     """
     figure = Figure(figsize=(10, 4))
     for index, metric in enumerate(("loss", "accuracy")):
@@ -47,7 +49,8 @@ def plot_confusion_matrix(
     """Confusion matrix with counts and row percentages (rows: true label, columns: predicted).
 
     Example:
-        >>> plot_confusion_matrix("cm.png", [0, 1, 1], [0, 1, 0], ["negative", "positive"])
+        >>> plot_confusion_matrix(tmp / "cm.png", [0, 1, 1], [0, 1, 0], ["negative", "positive"]).name
+        'cm.png'
     """
     labels, predicted = np.asarray(labels, int), np.asarray(predicted, int)
     size = len(names)
@@ -88,8 +91,9 @@ def plot_test_accuracy_by_variant(
         values: optional per-seed accuracies, drawn as dots on each bar.
 
     Example:
-        >>> plot_test_accuracy_by_variant("test_accuracy.png", ["attention", "encoder"],
-        ...     [0.86, 0.87], [0.004, 0.002], values=[[0.855, 0.864], [0.868, 0.872]])
+        >>> plot_test_accuracy_by_variant(tmp / "test_accuracy.png", ["attention", "encoder"],
+        ...     [0.86, 0.87], [0.004, 0.002], values=[[0.855, 0.864], [0.868, 0.872]]).name
+        'test_accuracy.png'
     """
     means, stds = np.asarray(means, dtype=float), np.asarray(stds, dtype=float)
     positions = np.arange(len(labels))
@@ -132,8 +136,9 @@ def plot_validation_accuracy_by_variant(
             early count only for the epochs they ran.
 
     Example:
-        >>> plot_validation_accuracy_by_variant("val_accuracy.png",
-        ...     {"attention": [[0.80, 0.84], [0.81, 0.85]], "encoder": [[0.82, 0.86, 0.87]]})
+        >>> plot_validation_accuracy_by_variant(tmp / "val_accuracy.png",
+        ...     {"attention": [[0.80, 0.84], [0.81, 0.85]], "encoder": [[0.82, 0.86, 0.87]]}).name
+        'val_accuracy.png'
     """
     from matplotlib.ticker import MaxNLocator
 

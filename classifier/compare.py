@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,7 @@ class ComparisonRow:
     epochs: float  # mean number of epochs run
     train_time_s: float  # mean
     parameters: int | None
+    test_ece: float = math.nan  # mean expected calibration error (NaN: runs from before ECE)
     run_ids: list[str] = field(default_factory=list)
     test_accuracies: list[float] = field(default_factory=list)
     val_accuracy_curves: list[list[float]] = field(default_factory=list)
@@ -71,6 +73,7 @@ class ComparisonRow:
             "best_val_accuracy": self.best_val_accuracy,
             "test_accuracy_mean": self.test_accuracy_mean,
             "test_accuracy_std": self.test_accuracy_std,
+            "test_ece": None if math.isnan(self.test_ece) else self.test_ece,
             "epochs": self.epochs,
             "train_time_s": self.train_time_s,
             "parameters": self.parameters,
@@ -172,6 +175,7 @@ def compare_runs(
                 test_accuracy_std=float(np.std(test)),
                 epochs=float(np.mean(epochs)),
                 train_time_s=_mean(run.data.metrics.get("train_time_s") for run in members),
+                test_ece=_mean(run.data.metrics.get("test_ece") for run in members),
                 parameters=int(parameters) if parameters and parameters.isdigit() else None,
                 run_ids=[run.info.run_id for run in members],
                 test_accuracies=test,
@@ -249,6 +253,7 @@ COLUMNS = (
     "key params",
     "best val acc",
     "test acc",
+    "test ECE",
     "epochs",
     "train time (s)",
     "params",
@@ -260,6 +265,7 @@ CSV_COLUMNS = (
     "best_val_accuracy",
     "test_accuracy_mean",
     "test_accuracy_std",
+    "test_ece",
     "epochs",
     "train_time_s",
     "parameters",
@@ -271,11 +277,13 @@ def format_comparison(rows: Sequence[ComparisonRow], fmt: str = "table") -> str:
     """The comparison table as ``table`` (aligned text), ``markdown``, ``csv`` or ``json``.
 
     Example:
-        >>> row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000)
-        >>> print(format_comparison([row], "markdown"))
-        | variant | seeds | key params | best val acc | test acc | epochs | train time (s) | params |
-        | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |
-        | encoder | 1,2 | d=16 | 0.8800 | 0.8710 ± 0.0020 | 7.0 | 370.0 | 171,000 |
+        >>> row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000,
+        ...     test_ece=0.012)
+        >>> print(format_comparison([row], "markdown"))  # doctest: +NORMALIZE_WHITESPACE
+        | variant | seeds | key params | best val acc | test acc | test ECE | epochs
+          | train time (s) | params |
+        | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
+        | encoder | 1,2 | d=16 | 0.8800 | 0.8710 ± 0.0020 | 0.0120 | 7.0 | 370.0 | 171,000 |
     """
     if fmt == "json":
         return json.dumps([row.to_json() for row in rows], indent=2)
@@ -292,6 +300,7 @@ def format_comparison(rows: Sequence[ComparisonRow], fmt: str = "table") -> str:
                     _round(row.best_val_accuracy),
                     _round(row.test_accuracy_mean),
                     _round(row.test_accuracy_std),
+                    "" if math.isnan(row.test_ece) else _round(row.test_ece),
                     _round(row.epochs),
                     _round(row.train_time_s),
                     "" if row.parameters is None else row.parameters,
@@ -324,6 +333,7 @@ def _cells(row: ComparisonRow) -> tuple[str, ...]:
         row.key_params,
         f"{row.best_val_accuracy:.4f}",
         f"{row.test_accuracy_mean:.4f} ± {row.test_accuracy_std:.4f}",
+        "" if math.isnan(row.test_ece) else f"{row.test_ece:.4f}",
         f"{row.epochs:.1f}",
         f"{row.train_time_s:.1f}",
         "" if row.parameters is None else f"{row.parameters:,}",

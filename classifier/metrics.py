@@ -51,3 +51,85 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
     average = first + (counts + 1) / 2.0
     ranks[order] = np.repeat(average, counts)
     return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+CALIBRATION_BINS = 15
+
+
+def sigmoid(log_odds: np.ndarray) -> np.ndarray:
+    """P(positive) from log-odds, without overflow for large ones.
+
+    Example:
+        >>> sigmoid(np.array([-1000.0, 0.0, 1000.0])).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    return np.exp(-np.logaddexp(0.0, -np.asarray(log_odds, dtype=np.float64)))
+
+
+def calibration_bins(
+    labels: np.ndarray, probabilities: np.ndarray, bins: int = CALIBRATION_BINS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Equal-width bins of P(positive) over [0, 1]: per bin the mean predicted probability,
+    the fraction of positive labels and the number of reviews (empty bins give NaN means).
+
+    Example:
+        >>> confidence, positive, counts = calibration_bins(np.array([0, 1, 1]),
+        ...     np.array([0.1, 0.8, 0.9]), bins=2)
+        >>> confidence.round(2).tolist(), positive.tolist(), counts.tolist()
+        ([0.1, 0.85], [0.0, 1.0], [1, 2])
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    p = np.asarray(probabilities, dtype=np.float64)
+    index = np.minimum((p * bins).astype(int), bins - 1)
+    counts = np.bincount(index, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confidence = np.bincount(index, weights=p, minlength=bins) / counts
+        positive = np.bincount(index, weights=labels, minlength=bins) / counts
+    return confidence, positive, counts
+
+
+def expected_calibration_error(
+    labels: np.ndarray, probabilities: np.ndarray, bins: int = CALIBRATION_BINS
+) -> float:
+    """ECE of P(positive): the mean over equal-width bins, weighted by their share of reviews,
+    of |fraction positive - mean predicted probability| (0 is perfectly calibrated).
+
+    Example:
+        >>> labels, p = np.array([0, 1, 1, 0]), np.array([0.1, 0.9, 0.9, 0.9])
+        >>> round(expected_calibration_error(labels, p), 4)  # (1 x 0.1 + 3 x |2/3 - 0.9|) / 4
+        0.2
+    """
+    confidence, positive, counts = calibration_bins(labels, probabilities, bins)
+    used = counts > 0
+    gaps = np.abs(positive[used] - confidence[used])
+    return float(np.sum(gaps * counts[used]) / np.sum(counts))
+
+
+def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
+    """The temperature T > 0 that minimises the cross-entropy of ``sigmoid(log_odds / T)``.
+
+    The loss is convex in 1/T, so a golden-section search over log(1/T) in [-7, 7] finds it.
+    Dividing by T > 0 keeps every log-odds' sign: no predicted label changes.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> labels = rng.integers(0, 2, 2000)
+        >>> honest = rng.normal(2 * labels - 1, 1.0) * 2  # log-odds of a calibrated model
+        >>> round(fit_temperature(honest * 3, labels))  # three times too confident
+        3
+    """
+    d = np.asarray(log_odds, dtype=np.float64)
+    y = np.where(np.asarray(labels) > 0, 1.0, -1.0)
+
+    def loss(log_inverse: float) -> float:
+        return float(np.mean(np.logaddexp(0.0, -y * d * np.exp(log_inverse))))
+
+    low, high = -7.0, 7.0
+    golden = (np.sqrt(5) - 1) / 2
+    for _ in range(100):
+        a, b = high - golden * (high - low), low + golden * (high - low)
+        if loss(a) < loss(b):
+            high = b
+        else:
+            low = a
+    return float(np.exp(-(low + high) / 2))

@@ -37,11 +37,11 @@ from pathlib import Path
 
 import keras
 import mlflow
-import numpy as np
 import tensorflow as tf
 import yaml
 
 from classifier import plots
+from classifier.calibration import calibrate, head_log_odds
 from classifier.config import Config, from_dict
 from classifier.data import (
     LABELS,
@@ -54,7 +54,7 @@ from classifier.errors import ResumeError, UserError
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
-from classifier.metrics import classification_metrics
+from classifier.metrics import classification_metrics, expected_calibration_error, sigmoid
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.registry import log_pyfunc_model
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
@@ -213,7 +213,7 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
     m = result.test_metrics
     echo(
         f"test accuracy {m['test_accuracy']:.4f}  F1 {m['test_f1']:.4f}  "
-        f"ROC-AUC {m['test_roc_auc']:.4f}  (best epoch {result.best_epoch} of "
+        f"ROC-AUC {m['test_roc_auc']:.4f}  ECE {m['test_ece']:.4f}  (best epoch {result.best_epoch} of "
         f"{result.epochs_run}) - run {run_id}, model {cfg.train.registered_model} "
         f"v{result.model_version}"
     )
@@ -343,20 +343,35 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
 
 
 def _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id) -> TrainResult:
-    probabilities = model.predict(data.test, verbose=0)[:, 1]
-    labels = np.concatenate([y.numpy() for _, y in data.test])
+    temperature = calibrate(model, data.validation)  # fitted on validation, folded into the head
+    log_odds, labels = head_log_odds(model, data.test)
+    uncalibrated = sigmoid(log_odds)
+    probabilities = sigmoid(log_odds / temperature)  # what the saved (calibrated) model gives
     metrics = classification_metrics(labels, probabilities)
+    metrics["test_ece"] = expected_calibration_error(labels, probabilities)
+    metrics["test_ece_uncalibrated"] = expected_calibration_error(labels, uncalibrated)
     mlflow.log_metrics(metrics)
     mlflow.log_metrics(
-        {"best_epoch": progress.best_epoch, "best_val_accuracy": progress.best_val_accuracy}
+        {
+            "best_epoch": progress.best_epoch,
+            "best_val_accuracy": progress.best_val_accuracy,
+            "temperature": temperature,
+        }
     )
 
-    curves = workdir / "training_curves.png"
-    plots.plot_training_curves(curves, progress.history, best_epoch=progress.best_epoch)
-    confusion = workdir / "confusion_matrix.png"
-    plots.plot_confusion_matrix(confusion, labels, probabilities >= 0.5, LABELS)
-    mlflow.log_artifact(str(curves))
-    mlflow.log_artifact(str(confusion))
+    figures = {
+        "training_curves.png": lambda path: plots.plot_training_curves(
+            path, progress.history, best_epoch=progress.best_epoch
+        ),
+        "confusion_matrix.png": lambda path: plots.plot_confusion_matrix(
+            path, labels, probabilities >= 0.5, LABELS
+        ),
+        "reliability_diagram.png": lambda path: plots.plot_reliability_diagram(
+            path, labels, {"uncalibrated": uncalibrated, f"T = {temperature:.2f}": probabilities}
+        ),
+    }
+    for name, draw in figures.items():
+        mlflow.log_artifact(str(draw(workdir / name)))
 
     end_to_end = build_end_to_end(vectorizer, model)
     keras_path = workdir / "model.keras"

@@ -75,6 +75,7 @@ def test_formats_of_one_row():
         epochs=7.0,
         train_time_s=512.34,
         parameters=171234,
+        test_ece=0.01234,
         run_ids=["r1"],
     )
     table = format_comparison([row], "table").splitlines()
@@ -82,12 +83,18 @@ def test_formats_of_one_row():
     assert "0.8765" in table[1] and "0.8712 ± 0.0000" in table[1] and "171,234" in table[1]
     assert format_comparison([row], "markdown").splitlines()[2] == (
         "| encoder (position=learned) | 3 | d=16 h=2 ff=64 L=2 pos=learned | 0.8765 | "
-        "0.8712 ± 0.0000 | 7.0 | 512.3 | 171,234 |"
+        "0.8712 ± 0.0000 | 0.0123 | 7.0 | 512.3 | 171,234 |"
     )
     assert format_comparison([row], "csv").splitlines()[1] == (
-        "encoder (position=learned),3,d=16 h=2 ff=64 L=2 pos=learned,0.87654,0.87123,0.0,7.0,"
-        "512.34,171234"
+        "encoder (position=learned),3,d=16 h=2 ff=64 L=2 pos=learned,0.87654,0.87123,0.0,0.01234,"
+        "7.0,512.34,171234"
     )
     assert json.loads(format_comparison([row], "json"))[0]["test_accuracy_std"] == 0.0
+    assert json.loads(format_comparison([row], "json"))[0]["test_ece"] == 0.01234
+    # Runs from before ECE was logged: empty cells and null, never NaN (which is not JSON).
+    row.test_ece = float("nan")
+    assert "| 0.8712 ± 0.0000 |  | 7.0 |" in format_comparison([row], "markdown")
+    assert ",0.0,,7.0," in format_comparison([row], "csv")
+    assert json.loads(format_comparison([row], "json"))[0]["test_ece"] is None
     with pytest.raises(ValueError, match="unknown format 'xml'"):
         format_comparison([row], "xml")

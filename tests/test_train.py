@@ -100,6 +100,7 @@ def test_artifacts_and_registered_model(finished):
         "vocabulary.txt",
         "training_curves.png",
         "confusion_matrix.png",
+        "reliability_diagram.png",
         "model.keras",
         "checkpoint",
     } <= names

@@ -19,6 +19,7 @@ from classifier.plots.attention import (
 )
 from classifier.plots.runs import (
     plot_confusion_matrix,
+    plot_reliability_diagram,
     plot_test_accuracy_by_variant,
     plot_training_curves,
     plot_validation_accuracy_by_variant,
@@ -30,6 +31,7 @@ __all__ = [
     "plot_attention_heads",
     "plot_confusion_matrix",
     "plot_positional_encoding",
+    "plot_reliability_diagram",
     "plot_test_accuracy_by_variant",
     "plot_token_attention",
     "plot_training_curves",

@@ -165,3 +165,37 @@ def plot_validation_accuracy_by_variant(
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     return save(figure, path)
+
+
+def plot_reliability_diagram(
+    path: str | Path, labels: Sequence[int], probabilities: dict[str, np.ndarray], bins: int = 15
+) -> Path:
+    """Reliability diagram: per bin of P(positive), the fraction of positive reviews against the
+    mean predicted probability, one line per set of probabilities (with its ECE), the diagonal
+    for perfect calibration, and the number of reviews per bin below.
+
+    Example:
+        >>> p = np.array([0.1, 0.4, 0.8, 0.95])
+        >>> plot_reliability_diagram(tmp / "reliability.png", [0, 1, 1, 1], {"model": p}).name
+        'reliability.png'
+    """
+    from classifier.metrics import calibration_bins, expected_calibration_error
+
+    figure = Figure(figsize=(6, 7))
+    axes, counts_axes = figure.subplots(2, 1, height_ratios=(3, 1), sharex=True)
+    axes.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfect calibration")
+    for index, (name, p) in enumerate(probabilities.items()):
+        confidence, positive, counts = calibration_bins(np.asarray(labels), p, bins)
+        ece = expected_calibration_error(np.asarray(labels), p, bins)
+        used = counts > 0
+        axes.plot(confidence[used], positive[used], "-o", label=f"{name} (ECE {ece:.3f})")
+        edges = np.linspace(0, 1, bins + 1)
+        width = 0.8 / bins / len(probabilities)
+        counts_axes.bar(edges[:-1] + (index + 0.6) * width, counts, width=width, label=name)
+    axes.set_ylabel("fraction of positive reviews")
+    axes.set_title(f"Reliability of P(positive) on the test split ({bins} bins)")
+    axes.legend(loc="upper left")
+    counts_axes.set_xlabel("predicted P(positive)")
+    counts_axes.set_ylabel("reviews")
+    counts_axes.set_yscale("log")
+    return save(figure, path)

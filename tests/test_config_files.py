@@ -181,3 +181,32 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, args, message):
     assert result.exit_code == 2, result.output
     lines = result.output.splitlines()
     assert len(lines) == 1 and lines[0].startswith("classify: error: ") and message in lines[0]
+
+
+REFERENCE = {"attention": 20, "mha": 10, "block": 10, "block_pos": 10}
+
+
+@pytest.mark.parametrize("variant", sorted(REFERENCE))
+def test_reference_configs_have_the_reference_settings(variant):
+    cfg = load_config(f"configs/reference/{variant}.yaml")
+    assert (cfg.model.variant, cfg.train.epochs) == (variant, REFERENCE[variant])
+    assert (cfg.model.embed_dim, cfg.model.num_heads, cfg.model.ff_dim) == (16, 2, 64)
+    assert (cfg.data.vocab_size, cfg.data.sequence_length, cfg.data.batch_size) == (
+        10_000,
+        256,
+        512,
+    )
+    assert (cfg.data.train_size, cfg.data.val_size, cfg.data.truncate) == (15_000, 10_000, "tail")
+    assert (cfg.model.dropout, cfg.train.learning_rate) == (0.1, 0.001)
+    assert cfg.train.early_stopping_patience is None
+
+
+def test_the_reference_sweep_is_the_reference_configs():
+    from classifier.sweep_spec import expand, load_spec
+
+    points = expand(load_spec("configs/sweeps/reference.yaml"))
+    assert len(points) == 12
+    for point in points:
+        alone = load_config(f"configs/reference/{point.config.model.variant}.yaml")
+        alone.train.seed = point.config.train.seed
+        assert point.config == alone

@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install the package with its dev tools
 	@echo "installed: $(BIN)/classify"
+	@echo "make does not put it on PATH: run 'source $(BIN)/activate' (then 'classify --help'), or call $(BIN)/classify"
 
 train: $(STAMP) ## Train the default model on the full IMDB data (CONFIG=configs/default.yaml)
 	$(BIN)/classify train --config $(CONFIG)

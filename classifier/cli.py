@@ -1,11 +1,13 @@
 """The ``classify`` command line: thin click commands that parse options and delegate.
 
-Bad configs and missing data end in one line on stderr and exit code 2, never a traceback.
+Bad configs, missing data and an unusable tracking store end in one line on stderr and exit
+code 2, never a traceback; both are checked before the slow imports (TensorFlow).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -13,6 +15,10 @@ import click
 
 from classifier.config import Config, load_config
 from classifier.errors import UserError
+from classifier.startup import import_tensorflow, reach_store
+
+RUN_ID = re.compile("[0-9a-f]{32}")  # an MLflow run id
+NOT_A_RUN_ID = "{!r} is not an MLflow run id (32 lowercase hex digits)"
 
 
 class ClassifyGroup(click.Group):
@@ -27,11 +33,19 @@ class ClassifyGroup(click.Group):
             ctx.exit(error.exit_code)
 
 
+def checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A usage error for an empty value (what a script passes for an unset variable)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty")
+    return value
+
+
 def config_options(command: Callable) -> Callable:
     """``--config``, ``--set`` and ``--data-dir``: shared by every command that reads a config."""
     command = click.option(
         "--data-dir",
         type=click.Path(file_okay=False),
+        callback=checked,
         help="TFDS data directory (default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).",
     )(command)
     command = click.option(
@@ -45,6 +59,7 @@ def config_options(command: Callable) -> Callable:
         "--config",
         "config_path",
         type=click.Path(dir_okay=False),
+        callback=checked,
         help="YAML config (default: the built-in defaults, as in configs/default.yaml).",
     )(command)
 
@@ -61,7 +76,8 @@ def resolve_config(
 
 @click.group(cls=ClassifyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="imdb-classifier")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Show TensorFlow's logs (CLASSIFY_VERBOSE=1).")
+def cli(verbose: bool) -> None:
     """Train, compare and serve Transformer sentiment classifiers for IMDB reviews.
 
     \b
@@ -69,6 +85,10 @@ def cli() -> None:
       classify data
       classify train --config configs/smoke.yaml
     """
+    if verbose or os.environ.get("CLASSIFY_VERBOSE", "").lower() not in ("", "0", "false"):
+        os.environ["CLASSIFY_VERBOSE"] = "1"  # what import_tensorflow reads
+    else:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # set before TensorFlow is imported
 
 
 @cli.command()
@@ -80,9 +100,10 @@ def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | No
     Example:
       TFDS_DATA_DIR=../shared/tensorflow_datasets classify data
     """
+    cfg = resolve_config(config_path, overrides, data_dir)
+    import_tensorflow()
     from classifier import data as imdb
 
-    cfg = resolve_config(config_path, overrides, data_dir)
     click.echo(imdb.describe(cfg.data))
 
 
@@ -108,13 +129,17 @@ def train(
       classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
       classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
     """
+    if resume and (config_path or overrides):
+        raise UserError("--resume continues with the run's own config; drop --config and --set")
+    if resume is not None and not RUN_ID.fullmatch(resume):  # '': a script's unset variable
+        raise click.BadParameter(NOT_A_RUN_ID.format(resume), param_hint="'--resume'")
+    cfg = None if resume else resolve_config(config_path, overrides, data_dir)
+    reach_store(absent=resume and f"no run {resume!r}")
+    import_tensorflow()
     from classifier.interrupts import stop_on_signals
     from classifier.train import TrainingInterrupted
     from classifier.train import train as run_training
 
-    if resume and (config_path or overrides):
-        raise UserError("--resume continues with the run's own config; drop --config and --set")
-    cfg = None if resume else resolve_config(config_path, overrides, data_dir)
     stop_on_signals()
     try:
         run_training(cfg, resume=resume, echo=click.echo)
@@ -129,6 +154,7 @@ def model_option(command: Callable) -> Callable:
         "--model",
         "model_spec",
         metavar="PATH|URI",
+        callback=checked,
         help="A .keras file (or a folder holding one) or an MLflow URI: models:/NAME@ALIAS, "
         "models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. Default: the newest version "
         "of the registered imdb-sentiment in the tracking store ($MLFLOW_TRACKING_URI, else "
@@ -137,6 +163,9 @@ def model_option(command: Callable) -> Callable:
 
 
 def _load_model(model_spec: str | None):
+    if model_spec is None or model_spec.startswith(("models:", "runs:")):
+        reach_store(lookup=True)  # a missing local store: load_model says "no model found"
+    import_tensorflow()
     from classifier.registry import load_model
 
     return load_model(model_spec)
@@ -190,9 +219,9 @@ def predict(
       classify predict --per-line --format csv reviews.txt > predictions.csv
       echo "A wonderful film." | classify predict --model models:/imdb-sentiment@newest -
     """
+    model = _load_model(model_spec)
     from classifier.predict import classify_files
 
-    model = _load_model(model_spec)
     failed = classify_files(
         model,
         files,
@@ -214,6 +243,7 @@ def predict(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
+    callback=checked,
     help="File to write (default: FILE's name + .attention.png or .html, here).",
 )
 @click.option(
@@ -245,9 +275,9 @@ def explain(
       classify explain review.txt -o review.html   # a self-contained HTML page
       sed -n 3p reviews.txt | classify explain - -o third.png
     """
+    model = _load_model(model_spec)
     from classifier.explain import explain_file, summary
 
-    model = _load_model(model_spec)
     done = explain_file(
         model,
         file,
@@ -289,6 +319,8 @@ def sweep(spec_path: str, dry_run: bool) -> None:
     if dry_run:
         click.echo(sweep_spec.describe_points(spec, points))
         return
+    reach_store()
+    import_tensorflow()
     from classifier import sweep as sweeps
     from classifier.interrupts import stop_on_signals
 
@@ -304,6 +336,7 @@ def sweep(spec_path: str, dry_run: bool) -> None:
 @click.option(
     "--experiment",
     metavar="NAME",
+    callback=checked,
     help="Compare the finished runs of this experiment, sweep parents excluded "
     "(default: imdb-classifier).",
 )
@@ -327,15 +360,18 @@ def compare(experiment: str | None, sweep_id: str | None, output_format: str) ->
       classify compare --sweep 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
       classify compare --experiment imdb-sweeps --format markdown
     """
-    from classifier import compare as comparison
-
     if experiment and sweep_id:
         raise UserError("give --experiment or --sweep, not both")
+    if sweep_id is not None and not RUN_ID.fullmatch(sweep_id):
+        raise click.BadParameter(NOT_A_RUN_ID.format(sweep_id), param_hint="'--sweep'")
+    name = experiment or Config().experiment
+    reach_store(absent=f"no run {sweep_id!r}" if sweep_id else f"no experiment {name!r}")
+    from classifier import compare as comparison
+
     rows = comparison.compare(experiment=experiment, sweep_id=sweep_id)
     click.echo(comparison.format_comparison(rows, output_format))
 
 
 def main() -> None:
     """Entry point of the ``classify`` console script."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     cli(prog_name="classify")

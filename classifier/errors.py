@@ -40,6 +40,10 @@ class RunBusy(ResumeError):
     """The run to resume is being trained (or resumed) by another live process."""
 
 
+class TrackingError(UserError):
+    """The tracking store cannot be reached, opened or created; the message names its URI."""
+
+
 class ModelError(UserError):
     """No model was found, or what was given is not an end-to-end review classifier."""
 

@@ -21,7 +21,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import keras
 import mlflow
@@ -34,7 +34,7 @@ from classifier.config import TrainConfig
 from classifier.data import LABELS, ReviewVectorizer
 from classifier.errors import ModelError, first_line
 from classifier.predict import predict_texts
-from classifier.tracking import PACKAGE_DIR, configure_tracking
+from classifier.tracking import PACKAGE_DIR, configure_tracking, missing_local_store, tracking_uri
 
 DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
 MODEL_ALIAS = "newest"  # alias of the newest registered version ("latest" is reserved by MLflow)
@@ -100,6 +100,9 @@ def _check_end_to_end(model, shown: str) -> None:
 
 def _load_from_mlflow(uri: str, default: bool = False) -> keras.Model:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    if uri.startswith(("models:", "runs:")) and missing_local_store():
+        # A local store that does not exist holds no model; opening it would create it.
+        _no_model(uri, f"the tracking store {tracking_uri()} does not exist", default)
     store = configure_tracking()
     with tempfile.TemporaryDirectory(prefix="classify-model-") as workdir:
         try:
@@ -138,14 +141,7 @@ def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> 
         return mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(workdir))
     versions = client.search_model_versions(f"name = '{name}'")
     if not versions:
-        where = f"no registered model {name!r} in {store}"
-        if default:
-            raise ModelError(
-                f"no model found: {where}; train one with `classify train` (for a quick one: "
-                "classify train --config configs/smoke.yaml --set train.registered_model="
-                f"{DEFAULT_MODEL_NAME}), or pass --model PATH|URI"
-            )
-        raise ModelError(f"--model {uri}: {where}; `classify train` registers one")
+        _no_model(uri, f"no registered model {name!r} in {store}", default)
     wanted = (alias or ref).lower()
     if wanted == LATEST:
         version = max(versions, key=lambda v: int(v.version))
@@ -171,6 +167,16 @@ def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> 
         return mlflow.artifacts.download_artifacts(
             artifact_uri=f"models:/{name}/{version.version}", dst_path=str(workdir / "model")
         )
+
+
+def _no_model(uri: str, where: str, default: bool) -> NoReturn:
+    if default:
+        raise ModelError(
+            f"no model found: {where}; train one with `classify train` (for a quick one: "
+            "classify train --config configs/smoke.yaml --set train.registered_model="
+            f"{DEFAULT_MODEL_NAME}), or pass --model PATH|URI"
+        )
+    raise ModelError(f"--model {uri}: {where}; `classify train` registers one")
 
 
 def _is_version_ref(ref: str) -> bool:

@@ -124,9 +124,11 @@ def test_a_crash_marks_the_run_failed_and_resume_finishes_it(store, fixture_data
 
 
 def test_resume_errors_are_one_line(store):
-    result = CliRunner().invoke(cli, ["train", "--resume", "nope"])
+    result = CliRunner().invoke(cli, ["train", "--resume", "0123456789abcdef0123456789abcdef"])
     assert result.exit_code == 2
-    assert result.output.startswith("classify: error: no run 'nope' in sqlite:///")
+    assert result.output.startswith(
+        "classify: error: no run '0123456789abcdef0123456789abcdef' in sqlite:///"
+    )
     result = CliRunner().invoke(cli, ["train", "--resume", "abc", "--set", "train.epochs=2"])
     assert result.exit_code == 2
     assert result.output == (

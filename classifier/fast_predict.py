@@ -36,8 +36,10 @@ against 4 to 5 s for ``import tensorflow`` alone (``benchmarks/predict_throughpu
   slower (7.0 s for ``attention``). One interpreter per shape was 2x slower for ``encoder``:
   each new interpreter packs its weights for XNNPACK on its first ``invoke``.
 - XNNPACK (LiteRT's default CPU delegate) against the built-in kernels, one (64, 256) batch:
-  45 against 309 ms (``attention``), 102 against 242 ms (``encoder``). Two threads instead of the
-  default were slower on the busy cores (11.1 against 9.7 s for ``attention``).
+  45 against 309 ms (``attention``), 102 against 242 ms (``encoder``).
+- Threads: the default (one) stays. Two threads ran ``attention`` 1.55x faster on idle cores
+  (2.5 against 4.5 s of ``invoke``), but 10 to 15% slower with other work on them, and
+  ``encoder`` no faster; ``load_bundle(path, num_threads=2)`` asks for more.
 
 Example:
     >>> model = load_bundle("runs/abc/bundle")
@@ -49,6 +51,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +74,8 @@ MODEL_FILE = "classifier.tflite"
 VOCABULARY_FILE = "vocabulary.txt"
 DEFAULT_BATCH_SIZE = 64  # as classifier.predict: on CPU, small batches of long reviews run fastest
 MAX_CHUNK = 4096  # texts tokenized at once: (4096, 256) int64 ids are 8 MB
+#: What LiteRT prints on stderr (fd 2) the first time it applies XNNPACK in a process.
+_DELEGATE_NOTE = b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,10 @@ class BundleModel:
         shape = (int(token_ids.shape[0]), int(token_ids.shape[1]))
         if shape != self._shape:
             self._interpreter.resize_tensor_input(self._input, shape, strict=False)
-            self._interpreter.allocate_tensors()
+            if self._shape is None:
+                _without_delegate_note(self._interpreter.allocate_tensors)
+            else:
+                self._interpreter.allocate_tensors()
             self._shape = shape
             self.resizes += 1
         self._interpreter.set_tensor(self._input, token_ids)
@@ -172,6 +182,28 @@ class BundleModel:
         for rows, width in length_sorted_batches(lengths, batch_size):
             probabilities[rows] = self.predict_ids(token_ids[rows, :width])[:, -1]
         return probabilities.astype(float).tolist()
+
+
+def _without_delegate_note(allocate) -> None:
+    """Call ``allocate()`` with stderr's file descriptor caught, then pass on what it printed
+    except LiteRT's note that it uses XNNPACK (``classify`` prints nothing on success)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no usable fd 2: nothing to keep clean
+        allocate()
+        return
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            allocate()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            rest = caught.read().replace(_DELEGATE_NOTE, b"", 1)
+            if rest:
+                os.write(2, rest)
 
 
 def length_sorted_batches(lengths: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, int]]:

@@ -180,6 +180,15 @@ def test_the_bundle_is_small_and_describes_itself(attention_bundle):
     assert is_bundle(folder) and not is_bundle(folder.parent)
 
 
+def test_token_ids_wider_than_the_sequence_length_are_refused(attention_bundle):
+    bundle = load_bundle(attention_bundle[1])
+    assert bundle.predict_ids(np.zeros((3, SEQUENCE_LENGTH), dtype=np.int64)).shape == (3, 2)
+    for shape in [(1, SEQUENCE_LENGTH + 1), (2, 0), (4,)]:
+        with pytest.raises(ValueError, match="token ids must have shape"):
+            bundle.predict_ids(np.zeros(shape, dtype=np.int64))
+    assert bundle.predict_texts([]) == []
+
+
 # --- classify and classify_files take a bundle as they take a Keras model ---------------------
 
 

@@ -47,7 +47,7 @@ def default_model(imdb_data_dir, tmp_path_factory):
         shuffle_seed=0,
         bucket_by_length=True,
     )
-    classifier.fit(batches, epochs=1, verbose=0)
+    classifier.fit(batches, epochs=1, verbose=0, shuffle=False)  # batches are shuffled
     path = tmp_path_factory.mktemp("default-model") / "model.keras"
     build_end_to_end(vectorizer, classifier).save(path)
     texts = [text.decode("utf-8") for batch, _ in raw.test.batch(1024) for text in batch.numpy()]

@@ -15,6 +15,16 @@ command's (the last column; the CSV rounds to 6 decimals). Every figure is the m
 ``--repeats`` runs. The default model is the newest registered ``imdb-sentiment``, pinned to
 its version for the whole benchmark.
 
+A second table sets start-up costs side by side, each a fresh process timed from start to its
+answer (its first line of output) and to its exit: a bare ``import tensorflow``, ``classify
+predict`` of one review with ``--model`` pointing at a local ``.keras`` file (today's path: no
+registry lookup, still TensorFlow, Keras and MLflow), and the TensorFlow-free path, a
+``python -c`` that loads the model's LiteRT bundle (:mod:`classifier.fast_predict`, written
+here by :func:`classifier.bundle.write_bundle`) and predicts the same review; ratios are
+against the bare import. A third compares the rate after start-up, in this process, of
+``predict_texts`` on the Keras model and of the bundle on the same reviews (both sorted by
+length, ``--batch-size`` per batch), with the largest difference of their probabilities.
+
 Usage:
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/predict_throughput.py
     python benchmarks/predict_throughput.py --quick       # 2,000 reviews, one run
@@ -42,10 +52,12 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from classifier.bundle import write_bundle  # noqa: E402
 from classifier.config import DataConfig  # noqa: E402
 from classifier.errors import DataNotFoundError, ModelError  # noqa: E402
+from classifier.fast_predict import MODEL_FILE, VOCABULARY_FILE, load_bundle  # noqa: E402
 from classifier.imdb_source import split_specs, tfds_load  # noqa: E402
-from classifier.predict import DEFAULT_BATCH_SIZE, vectorizer_of  # noqa: E402
+from classifier.predict import DEFAULT_BATCH_SIZE, predict_texts, vectorizer_of  # noqa: E402
 from classifier.registry import DEFAULT_MODEL_NAME, load_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,7 +127,7 @@ def run_cli(model: str, path: Path, reviews: int, batch_size: int) -> Run:
     first_result = None
     with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT)
         for line in child.stdout:
             lines.append(line)
             if first_result is None and len(lines) == 2:  # line 1 is the CSV header
@@ -163,6 +175,72 @@ def floor(model: keras.Model, texts: list[str], batch_size: int, repeats: int):
     return statistics.median(wall), statistics.median(cpu), probabilities.astype(np.float64)
 
 
+#: The TensorFlow-free path in a fresh process: load a bundle, classify one review file.
+FAST_ONE = (
+    "import sys\n"
+    "from classifier.fast_predict import load_bundle\n"
+    "text = open(sys.argv[2], encoding='utf-8').read()\n"
+    "print(load_bundle(sys.argv[1]).predict_texts([text])[0], flush=True)\n"
+)
+
+
+@dataclass(frozen=True)
+class Start:
+    """One fresh process: seconds to its first line of output (its answer) and to its exit."""
+
+    answer: float
+    wall: float
+    output: str
+
+
+def fresh_process(command: list[str]) -> Start:
+    """Run ``command`` from the checkout and time it (the answer is the exit when it prints
+    nothing)."""
+    with tempfile.TemporaryFile() as stderr:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT)
+        first = child.stdout.readline()
+        answered = time.perf_counter() - started
+        rest = child.stdout.read()
+        child.stdout.close()
+        child.wait()
+        wall = time.perf_counter() - started
+        stderr.seek(0)
+        errors = stderr.read().decode("utf-8", errors="replace").strip().splitlines()
+    if child.returncode != 0:
+        last = errors[-1] if errors else "no message"
+        raise BenchmarkError(f"{' '.join(command[:3])} exited with {child.returncode}: {last}")
+    return Start(answered if first else wall, wall, (first + rest).decode("utf-8"))
+
+
+def rates(predictors: dict, texts: list[str], repeats: int) -> dict:
+    """Median wall and CPU seconds of each ``predict(texts)`` in this process, after one warm-up
+    call each (tracing, first allocations), interleaved; and the probabilities."""
+    for predict in predictors.values():
+        predict(texts[: min(len(texts), 256)])
+    times: dict = {name: ([], []) for name in predictors}
+    probabilities = {}
+    for _ in range(repeats):
+        for name, predict in predictors.items():
+            started, used = time.perf_counter(), time.process_time()
+            probabilities[name] = np.array(predict(texts), dtype=np.float64)
+            times[name][0].append(time.perf_counter() - started)
+            times[name][1].append(time.process_time() - used)
+    return {
+        name: (statistics.median(wall), statistics.median(cpu), probabilities[name])
+        for name, (wall, cpu) in times.items()
+    }
+
+
+def local_keras_file(spec: str, model: keras.Model, workdir: Path) -> Path:
+    """``spec`` when it is a ``.keras`` file, else the loaded model saved as one."""
+    path = Path(spec).expanduser()
+    if path.is_file() and path.suffix == ".keras":
+        return path
+    model.save(workdir / "model.keras")
+    return workdir / "model.keras"
+
+
 def benchmark(args: argparse.Namespace) -> None:
     count = args.reviews or (QUICK_REVIEWS if args.quick else TEST_REVIEWS)
     repeats = args.repeats or (1 if args.quick else 3)
@@ -176,11 +254,28 @@ def benchmark(args: argparse.Namespace) -> None:
             raise BenchmarkError(f"the test split has {len(texts)} reviews, not {count}")
         one = Path(workdir) / "one.txt"
         one.write_text(texts[0] + "\n", encoding="utf-8")
-        single, full = [], []
-        for _ in range(repeats):  # interleaved, so that a change of load hits both
+        keras_file = local_keras_file(spec, model, Path(workdir))
+        started = time.perf_counter()
+        bundle_dir = write_bundle(model, Path(workdir) / "bundle")
+        exported = time.perf_counter() - started
+        sizes = {name: (bundle_dir / name).stat().st_size for name in (MODEL_FILE, VOCABULARY_FILE)}
+        single, full, local, fast, bare = [], [], [], [], []
+        for _ in range(repeats):  # interleaved, so that a change of load hits every row
             single.append(run_cli(spec, one, 1, args.batch_size))
             full.append(run_cli(spec, path, count, args.batch_size))
+            bare.append(fresh_process([sys.executable, "-c", "import tensorflow"]))
+            local.append(run_cli(str(keras_file), one, 1, args.batch_size))
+            fast.append(fresh_process([sys.executable, "-c", FAST_ONE, str(bundle_dir), str(one)]))
         floor_wall, floor_cpu, reference = floor(model, texts, args.batch_size, repeats)
+        bundle = load_bundle(bundle_dir)
+        after_start = rates(
+            {
+                "keras": lambda batch: predict_texts(model, batch, args.batch_size),
+                "bundle": lambda batch: bundle.predict_texts(batch, args.batch_size),
+            },
+            texts,
+            repeats,
+        )
 
     def median(runs: list[Run], field: str) -> float:
         return statistics.median(getattr(run, field) for run in runs)
@@ -219,6 +314,61 @@ def benchmark(args: argparse.Namespace) -> None:
         f"| floor: `model.predict` of the classifier, ids vectorized beforehand (padded to "
         f"{vectorizer_of(model).sequence_length}) | {count:,} | {floor_wall:.1f} "
         f"| {count / floor_wall:,.0f} | {floor_cpu:.1f} | - | - | 0 (reference) |"
+    )
+
+    keras_one = predict_texts(model, [texts[0] + "\n"])[0]
+    answers = [float(start.output.split()[0]) for start in fast] + [
+        run.probabilities[0] for run in local
+    ]
+    one_difference = max(abs(answer - keras_one) for answer in answers)
+    tf_wall = statistics.median(start.wall for start in bare)
+    mb = 1e6
+    print(
+        f"\n### Start-up: one review in a fresh process (median of {repeats}; load average "
+        f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores shared with other work)\n"
+    )
+    print("| what | answer (s) | exit (s) | answer / bare `import tensorflow` |")
+    print("|---|---:|---:|---:|")
+    print(f'| `python -c "import tensorflow"` (nothing else) | - | {tf_wall:.2f} | 1.00x (exit) |')
+    rows = [
+        (
+            "`python -m classifier predict --model model.keras` (a local file: no registry)",
+            statistics.median(run.first_result for run in local),
+            statistics.median(run.wall for run in local),
+        ),
+        (
+            "TensorFlow-free: `python -c` `load_bundle(...).predict_texts([review])`",
+            statistics.median(start.answer for start in fast),
+            statistics.median(start.wall for start in fast),
+        ),
+    ]
+    for what, answer, wall in rows:
+        print(f"| {what} | {answer:.2f} | {wall:.2f} | {answer / tf_wall:.2f}x |")
+    print(
+        f"\nBundle: written in {exported:.1f} s (LiteRT export and checks); {MODEL_FILE} "
+        f"{sizes[MODEL_FILE] / mb:.2f} MB, {VOCABULARY_FILE} {sizes[VOCABULARY_FILE] / mb:.2f} MB. "
+        f"The one review's P(positive) from both commands is the Keras model's within "
+        f"{one_difference:.1e} (the CSV rounds to 6 decimals)."
+    )
+    keras_wall, keras_cpu, keras_probabilities = after_start["keras"]
+    print(
+        f"\n### After start-up: {count:,} reviews in this process, batches of {args.batch_size} "
+        f"sorted by length (median of {repeats})\n"
+    )
+    print("| what | reviews | wall (s) | reviews/s | CPU (s) | max abs diff vs Keras |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, what in (
+        ("keras", "Keras `predict_texts` (ReviewVectorizer + classifier, tf.function)"),
+        ("bundle", "bundle `predict_texts` (NumPy tokenizer + LiteRT, one interpreter)"),
+    ):
+        wall, cpu, probabilities = after_start[name]
+        difference = float(np.max(np.abs(probabilities - keras_probabilities)))
+        shown = "0 (reference)" if name == "keras" else f"{difference:.1e}"
+        print(f"| {what} | {count:,} | {wall:.2f} | {count / wall:,.0f} | {cpu:.2f} | {shown} |")
+    bundle_wall = after_start["bundle"][0]
+    print(
+        f"\nThe bundle runs at {keras_wall / bundle_wall:.2f}x the Keras rate after start-up "
+        f"({bundle.resizes:,} interpreter resizes in all)."
     )
 
 

@@ -59,7 +59,12 @@ def predict_texts(
     are shorter than 175 words. Any other end-to-end model runs whole on batches of texts.
     Each step is one compiled ``tf.function`` per model, traced once for any batch shape: on
     CPU that is several times faster than eager calls.
+
+    A model that is not a Keras model but has its own ``predict_texts(texts, batch_size)``
+    (``classifier.fast_predict.BundleModel``, which needs no TensorFlow) predicts by itself.
     """
+    if not isinstance(model, keras.Model) and hasattr(model, "predict_texts"):
+        return model.predict_texts(texts, batch_size)
     predict = _predictor(model)
     probabilities: list[float] = []
     for start in range(0, len(texts), MAX_CHUNK):
@@ -318,7 +323,8 @@ def classify_files(
     or note) goes to ``err``. A closed output pipe (``| head``) ends the work quietly.
     """
     reporter = Reporter(err)
-    vectorizer = vectorizer_of(model)
+    # A bundle (classifier.fast_predict.BundleModel) has sequence_length and truncate itself.
+    vectorizer = vectorizer_of(model) if isinstance(model, keras.Model) else model
     reviews = read_reviews(
         paths,
         reporter,

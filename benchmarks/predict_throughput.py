@@ -57,7 +57,8 @@ from classifier.config import DataConfig  # noqa: E402
 from classifier.errors import DataNotFoundError, ModelError  # noqa: E402
 from classifier.fast_predict import MODEL_FILE, VOCABULARY_FILE, load_bundle  # noqa: E402
 from classifier.imdb_source import split_specs, tfds_load  # noqa: E402
-from classifier.predict import DEFAULT_BATCH_SIZE, predict_texts, vectorizer_of  # noqa: E402
+from classifier.keras_predict import vectorizer_of  # noqa: E402
+from classifier.predict import DEFAULT_BATCH_SIZE, predict_texts  # noqa: E402
 from classifier.registry import DEFAULT_MODEL_NAME, load_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -46,8 +46,9 @@ from classifier.fast_predict import (
     file_digest,
     load_bundle,
 )
+from classifier.keras_predict import classifier_of, vectorizer_of
 from classifier.models.variants import variant_of_model
-from classifier.predict import classifier_of, predict_texts, vectorizer_of
+from classifier.predict import predict_texts
 from classifier.tokenizer import Tokenizer
 
 TOLERANCE = 1e-5  # largest difference of a probability between the bundle and Keras

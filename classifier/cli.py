@@ -219,7 +219,15 @@ def predict(
       classify predict --per-line --format csv reviews.txt > predictions.csv
       echo "A wonderful film." | classify predict --model models:/imdb-sentiment@newest -
     """
-    model = _load_model(model_spec)
+    from classifier.model_source import find_bundle
+
+    bundle = find_bundle(model_spec)  # the run's LiteRT bundle: no TensorFlow, no MLflow
+    if bundle is not None:
+        from classifier.fast_predict import load_bundle
+
+        model = load_bundle(bundle)
+    else:
+        model = _load_model(model_spec)
     from classifier.predict import classify_files
 
     failed = classify_files(

@@ -38,6 +38,7 @@ from classifier.models import variants
 from classifier.yaml_files import YamlLoader, read_yaml_mapping
 
 POSITIONS = ("sinusoidal", "learned")
+LABELS = ("negative", "positive")  # label 0, label 1
 TRUNCATE_SIDES = ("head", "tail")
 #: Size of the TFDS ``train`` split, from which both training and validation reviews are taken.
 IMDB_TRAIN_REVIEWS = 25_000

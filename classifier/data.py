@@ -25,10 +25,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from classifier.config import IMDB_TRAIN_REVIEWS, DataConfig
+from classifier.config import IMDB_TRAIN_REVIEWS, LABELS, DataConfig  # noqa: F401 - LABELS
 from classifier.imdb_source import DATASET, check_sizes, split_sizes, split_specs, tfds_load
 
-LABELS = ("negative", "positive")  # label 0, label 1
 VECTORIZE_BATCH = 1024
 
 _BREAK_TAG = r"<br\s*/?>"

@@ -35,8 +35,9 @@ import tensorflow as tf
 from classifier import plots
 from classifier.data import LABELS, standardize_review
 from classifier.errors import ExplainError
+from classifier.keras_predict import classifier_of, vectorizer_of
 from classifier.models import variants
-from classifier.predict import DEFAULT_THRESHOLD, classifier_of, vectorizer_of
+from classifier.predict import DEFAULT_THRESHOLD
 from classifier.reviews import STDIN, Reporter, read_reviews, review_byte_limit
 
 OUTPUT_FORMATS = ("png", "html")

@@ -57,12 +57,13 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from classifier.batching import MAX_CHUNK, length_sorted_batches
 from classifier.errors import ModelError, first_line
 from classifier.tokenizer import TRUNCATE_SIDES, Tokenizer
 
@@ -76,7 +77,6 @@ MANIFEST = "bundle.json"
 MODEL_FILE = "classifier.tflite"
 VOCABULARY_FILE = "vocabulary.txt"
 DEFAULT_BATCH_SIZE = 64  # as classifier.predict: on CPU, small batches of long reviews run fastest
-MAX_CHUNK = 4096  # texts tokenized at once: (4096, 256) int64 ids are 8 MB
 #: What LiteRT prints on stderr (fd 2) the first time it applies XNNPACK in a process.
 _DELEGATE_NOTE = b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
 
@@ -213,21 +213,6 @@ def _without_delegate_note(allocate) -> None:
             rest = caught.read().replace(_DELEGATE_NOTE, b"", 1)
             if rest:
                 os.write(2, rest)
-
-
-def length_sorted_batches(lengths: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, int]]:
-    """``(rows, width)`` per batch: ``batch_size`` rows at a time in order of length, and the
-    longest length among them (at least 1, a model needs one column); as in
-    ``classifier.predict``.
-
-    Example:
-        >>> [(rows.tolist(), width) for rows, width in length_sorted_batches(np.array([5, 0, 9, 2]), 2)]
-        [([1, 3], 2), ([0, 2], 9)]
-    """
-    order = np.argsort(lengths, kind="stable")
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        yield rows, max(1, int(lengths[rows[-1]]))
 
 
 # --- reading a bundle --------------------------------------------------------------------------

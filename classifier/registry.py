@@ -30,6 +30,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.logging_utils import disable_logging, enable_logging
 
+import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
 from classifier.config import TrainConfig
 from classifier.data import LABELS, ReviewVectorizer
 from classifier.errors import ModelError, first_line

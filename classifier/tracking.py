@@ -22,7 +22,6 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import unquote
 
 import mlflow
 from mlflow.entities import Run
@@ -30,13 +29,19 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from classifier.errors import TrackingError, first_line
+from classifier.store_paths import (  # noqa: F401 - tracking_uri and friends live there
+    PACKAGE_DIR,
+    default_tracking_uri,
+    project_root,
+    sqlite_path,
+    tracking_uri,
+)
 
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; the store is then created unlocked
     fcntl = None
 
-PACKAGE_DIR = Path(__file__).resolve().parent
 
 # MLflow tags of sweep runs.
 SPEC_HASH_TAG = "sweep_spec_hash"  # parent: hash of the resolved point list
@@ -46,31 +51,6 @@ LABEL_TAG = "sweep_label"  # child: the point's group label, e.g. "encoder (posi
 CONFIG_HASH_TAG = "config_hash"  # every training run: Config.config_hash() of its config
 
 HEALTH_TIMEOUT = 3.0  # seconds a tracking server has to answer GET /health
-
-
-def project_root() -> Path:
-    """The checkout holding ``pyproject.toml`` (editable installs), else the working directory."""
-    root = PACKAGE_DIR.parent
-    return root if (root / "pyproject.toml").is_file() else Path.cwd()
-
-
-def default_tracking_uri() -> str:
-    """``sqlite:////abs/path/mlflow.db`` in the project root."""
-    return f"sqlite:///{project_root() / 'mlflow.db'}"
-
-
-def tracking_uri() -> str:
-    """``MLFLOW_TRACKING_URI`` when set, else :func:`default_tracking_uri`."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (relative to the working directory when the
-    URI is), or None for another scheme or an in-memory database."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    path = unquote(uri.removeprefix("sqlite:///").partition("?")[0])
-    return Path(path) if path and path != ":memory:" else None
 
 
 def missing_local_store(uri: str | None = None) -> bool:

@@ -40,30 +40,22 @@ import mlflow
 import tensorflow as tf
 import yaml
 
-from classifier import plots
-from classifier.calibration import calibrate, head_log_odds
 from classifier.config import Config, from_dict
 from classifier.data import (
-    LABELS,
     ReviewVectorizer,
     build_vectorizer,
     load_raw_splits,
     make_datasets,
 )
 from classifier.errors import ResumeError, UserError
+from classifier.finish import finish_run
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
-from classifier.metrics import classification_metrics, expected_calibration_error, sigmoid
-from classifier.models.classifier import build_classifier, build_end_to_end
-from classifier.registry import log_pyfunc_model
+from classifier.models.classifier import build_classifier
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 
 CHECKPOINT_DIR = "checkpoint"
-EXAMPLE_REVIEWS = [
-    "One of the best films I have seen in years: moving, funny and beautifully shot.",
-    "A dull, predictable plot and wooden acting. I wanted my two hours back.",
-]
 
 
 class TrainingInterrupted(Exception):
@@ -343,44 +335,7 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
 
 
 def _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id) -> TrainResult:
-    temperature = calibrate(model, data.validation)  # fitted on validation, folded into the head
-    log_odds, labels = head_log_odds(model, data.test)
-    uncalibrated = sigmoid(log_odds)
-    probabilities = sigmoid(log_odds / temperature)  # what the saved (calibrated) model gives
-    metrics = classification_metrics(labels, probabilities)
-    metrics["test_ece"] = expected_calibration_error(labels, probabilities)
-    metrics["test_ece_uncalibrated"] = expected_calibration_error(labels, uncalibrated)
-    mlflow.log_metrics(metrics)
-    mlflow.log_metrics(
-        {
-            "best_epoch": progress.best_epoch,
-            "best_val_accuracy": progress.best_val_accuracy,
-            "temperature": temperature,
-        }
-    )
-
-    figures = {
-        "training_curves.png": lambda path: plots.plot_training_curves(
-            path, progress.history, best_epoch=progress.best_epoch
-        ),
-        "confusion_matrix.png": lambda path: plots.plot_confusion_matrix(
-            path, labels, probabilities >= 0.5, LABELS
-        ),
-        "reliability_diagram.png": lambda path: plots.plot_reliability_diagram(
-            path, labels, {"uncalibrated": uncalibrated, f"T = {temperature:.2f}": probabilities}
-        ),
-    }
-    for name, draw in figures.items():
-        mlflow.log_artifact(str(draw(workdir / name)))
-
-    end_to_end = build_end_to_end(vectorizer, model)
-    keras_path = workdir / "model.keras"
-    end_to_end.save(keras_path)
-    with deferred_interrupt():  # registered once, whole, or not at all
-        mlflow.log_artifact(str(keras_path))
-        version = log_pyfunc_model(keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS)
-        # The time of every epoch, across resumes (epoch_time_s includes validation).
-        mlflow.log_metric("train_time_s", float(sum(progress.history.get("epoch_time_s", []))))
+    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir)
     return TrainResult(
         run_id=run_id,
         test_metrics=metrics,

@@ -86,7 +86,17 @@ def test_no_module_is_over_the_limit():
     assert {name: size for name, size in sizes.items() if size > MAX_LINES} == {}
 
 
-@pytest.mark.parametrize("module", ["classifier.errors", "classifier.config", "classifier.reviews"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "classifier.errors",
+        "classifier.config",
+        "classifier.reviews",
+        "classifier.predict",
+        "classifier.fast_predict",
+        "classifier.startup",
+    ],
+)
 def test_modules_needed_before_the_slow_imports_import_no_tensorflow(module):
     code = f"import sys, {module}; print(sorted(m for m in ('tensorflow', 'keras', 'mlflow') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

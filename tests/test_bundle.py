@@ -27,9 +27,10 @@ from classifier.fast_predict import (
     is_bundle,
     load_bundle,
 )
+from classifier.keras_predict import classifier_of
 from classifier.models import variants
 from classifier.models.classifier import build_end_to_end
-from classifier.predict import classifier_of, classify_files, predict_texts
+from classifier.predict import classify_files, predict_texts
 from classifier.registry import load_keras_model
 from tests.conftest import ROOT
 from tests.model_helpers import NEGATIVE, POSITIVE, untrained

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from classifier import batching, keras_predict
 from classifier import predict as predict_module
 from classifier import reviews as reviews_module
 from classifier.config import ModelConfig
@@ -260,7 +261,7 @@ def _direct(model: keras.Model, texts: list[str]) -> np.ndarray:
 
 def _widths_seen(model: keras.Model, monkeypatch) -> list[tuple[int, int]]:
     """Record the (B, T) shape of every batch that the classifier step gets."""
-    predictor = predict_module._predictor(model)
+    predictor = keras_predict._predictor(model)
     shapes: list[tuple[int, int]] = []
     classify = predictor.classify
 
@@ -323,7 +324,7 @@ def test_another_end_to_end_model_runs_whole():
     texts = keras.Input(shape=(), dtype="string")
     sharper = keras.layers.Activation("softmax")(inner(texts) * 3.0)
     model = keras.Model(texts, sharper)
-    assert isinstance(predict_module._predictor(model), predict_module._EndToEnd)
+    assert isinstance(keras_predict._predictor(model), keras_predict._EndToEnd)
     reviews = _texts_of_many_lengths(20)
     probabilities = predict_texts(model, reviews, batch_size=6)
     np.testing.assert_allclose(probabilities, _direct(model, reviews), rtol=0, atol=1e-6)
@@ -340,9 +341,9 @@ def test_the_cache_does_not_keep_a_model_alive():
 
 def test_token_counts_and_length_sorted_batches():
     ids = np.array([[5, 3, 0, 0], [0, 0, 0, 0], [2, 2, 2, 2], [7, 0, 0, 0], [4, 1, 9, 0]])
-    lengths = predict_module.token_counts(ids)
+    lengths = batching.token_counts(ids)
     assert lengths.tolist() == [2, 0, 4, 1, 3]
-    batches = list(predict_module.length_sorted_batches(lengths, 2))
+    batches = list(batching.length_sorted_batches(lengths, 2))
     assert [(rows.tolist(), width) for rows, width in batches] == [
         ([1, 3], 1),  # no token at all: one column of padding
         ([0, 4], 3),

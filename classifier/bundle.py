@@ -16,12 +16,11 @@ bundle, checks included, 2.4 to 5 s on 2 busy cores; the folder holds 0.73 MB
 ``encoder``: 4.2 s, about 7 s, 0.79 MB. The weights stay float32 (the embeddings are most of
 the file), so the numbers match Keras to about 2e-7.
 
-Example:
-    >>> model = load_keras_model("model.keras")  # classifier.registry
-    >>> write_bundle(model, Path("bundle"))
-    PosixPath('bundle')
-    >>> load_bundle("bundle").predict_texts(["A wonderful film."])  # classifier.fast_predict
-    [0.93]
+Example (a trained model; training does this for every run)::
+
+    model = load_keras_model("model.keras")  # classifier.registry
+    write_bundle(model, Path("bundle"))  # Path('bundle')
+    load_bundle("bundle").predict_texts(["A wonderful film."])  # [0.93]; classifier.fast_predict
 """
 
 from __future__ import annotations

@@ -44,10 +44,10 @@ After start-up it classifies the 25,000 test reviews as fast as the Keras path o
   (2.5 against 4.5 s of ``invoke``), but 10 to 15% slower with other work on them, and
   ``encoder`` no faster; ``load_bundle(path, num_threads=2)`` asks for more.
 
-Example:
-    >>> model = load_bundle("runs/abc/bundle")
-    >>> model.predict_texts(["A wonderful film.", "Dull and far too long."])
-    [0.93, 0.08]
+Example (a run's bundle)::
+
+    model = load_bundle("mlruns/1/<run id>/artifacts/bundle")
+    model.predict_texts(["A wonderful film.", "Dull and far too long."])  # [0.93, 0.08]
 """
 
 from __future__ import annotations
@@ -106,10 +106,10 @@ class BundleModel:
         model_content: the LiteRT flatbuffer.
         num_threads: threads of the LiteRT interpreter (``None``: its default).
 
-    Example:
-        >>> model = load_bundle("bundle")
-        >>> model.predict_ids(np.array([[5, 7, 2, 0]])).shape
-        (1, 2)
+    Example (a bundle folder)::
+
+        model = load_bundle("bundle")
+        model.predict_ids(np.array([[5, 7, 2, 0]])).shape  # (1, 2)
     """
 
     def __init__(

@@ -155,10 +155,10 @@ def model_option(command: Callable) -> Callable:
         "model_spec",
         metavar="PATH|URI",
         callback=checked,
-        help="A .keras file (or a folder holding one) or an MLflow URI: models:/NAME@ALIAS, "
-        "models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. Default: the newest version "
-        "of the registered imdb-sentiment in the tracking store ($MLFLOW_TRACKING_URI, else "
-        "mlflow.db in the project root).",
+        help="A .keras file (or a folder holding one), a run's LiteRT bundle folder, or an MLflow "
+        "URI: models:/NAME@ALIAS, models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. "
+        "Default: the newest version of the registered imdb-sentiment in the tracking store "
+        "($MLFLOW_TRACKING_URI, else mlflow.db in the project root).",
     )(command)
 
 

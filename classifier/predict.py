@@ -17,6 +17,7 @@ import csv
 import io
 import itertools
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -120,9 +121,13 @@ def format_predictions(predictions: Iterable[Prediction], output_format: str) ->
                 {
                     "source": p.source,
                     "label": p.label,
-                    "positive_probability": round(p.positive_probability, 6),
+                    # NaN (a diverged model saved before such runs failed) is not JSON: null.
+                    "positive_probability": round(p.positive_probability, 6)
+                    if math.isfinite(p.positive_probability)
+                    else None,
                 },
                 ensure_ascii=False,
+                allow_nan=False,
             )
         if previous is not None:
             yield previous

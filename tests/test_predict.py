@@ -366,3 +366,12 @@ def test_results_start_after_the_first_chunk(model):
     rest = list(predictions)
     assert [p.source for p in [first, *rest]] == [f"r:{n}" for n in range(1, 1001)]
     assert [p.label for p in rest[:2]] == ["negative", "positive"]
+
+
+def test_json_is_json_even_for_a_nan_probability():
+    predictions = [
+        predict_module.Prediction("a.txt", "negative", float("nan")),
+        predict_module.Prediction("b.txt", "positive", 0.75),
+    ]
+    rows = json.loads("\n".join(predict_module.format_predictions(predictions, "json")))
+    assert [row["positive_probability"] for row in rows] == [None, 0.75]

@@ -190,12 +190,12 @@ def test_a_bad_config_is_one_line_before_tensorflow_is_imported(tmp_path, args, 
 
 def test_no_model_found_writes_no_store(tmp_path, monkeypatch, reviews):
     # The default store: mlflow.db in the project root, here a temporary one.
-    from classifier import tracking
+    from classifier import store_paths
 
     root = tmp_path / "project"
     root.mkdir()
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.setattr(tracking, "project_root", lambda: root)
+    monkeypatch.setattr(store_paths, "project_root", lambda: root)
     result = run("predict", str(reviews["pos"]))
     assert result.exit_code == 2
     assert result.output.startswith(

@@ -76,9 +76,10 @@ def holder(run: Run) -> str | None:
     if run.info.status != "RUNNING":
         return None
     beat = run.data.tags.get(HEARTBEAT_TAG, "").split()
-    if len(beat) != 3:
-        return None  # a run from before heartbeats: nobody can be shown to hold it
-    host, pid, stamp = beat[0], int(beat[1]), float(beat[2])
+    try:
+        host, pid, stamp = beat[0], int(beat[1]), float(beat[2])
+    except (IndexError, ValueError):  # none (a run from before heartbeats), or edited by hand
+        return None
     age = time.time() - stamp
     if age > STALE_AFTER_S:
         return None

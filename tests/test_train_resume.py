@@ -248,6 +248,7 @@ def test_two_claims_on_one_run_and_stale_heartbeats(store):
         (f"{socket.gethostname()} {dead.stdout.strip()} {time.time()}", False),  # SIGKILLed
         (f"{socket.gethostname()} {os.getpid()} {time.time() - 3600}", False),  # stale
         (f"elsewhere 1 {time.time()}", True),  # another host, fresh
+        ("garbled", False),  # a tag edited by hand: nobody can be shown to hold the run
     ]:
         client.set_tag(run_id, HEARTBEAT_TAG, beat)
         assert is_live(client.get_run(run_id)) is live, beat

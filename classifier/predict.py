@@ -1,9 +1,11 @@
 """Classify review texts and files with a trained end-to-end model, and format the results.
 
-:func:`predict_texts` runs the vectorizer first, then the classifier on batches of reviews of
-similar length, each cut to its longest review. :func:`classify_files` reads the inputs
-(:mod:`classifier.reviews`), predicts them chunk by chunk and prints table, JSON or CSV lines as
-they come. Finding and loading the model is :mod:`classifier.registry`'s job.
+:func:`predict_texts` predicts batches of reviews of similar length, each cut to its longest
+review, with a LiteRT bundle (:mod:`classifier.fast_predict`) or a Keras model
+(:mod:`classifier.keras_predict`, imported only then: this module imports no TensorFlow).
+:func:`classify_files` reads the inputs (:mod:`classifier.reviews`), predicts them chunk by chunk
+and prints table, JSON or CSV lines as they come. Finding the model is
+:mod:`classifier.model_source`'s (bundles) and :mod:`classifier.registry`'s (Keras) job.
 
 Example (a trained model)::
 

@@ -2,9 +2,10 @@
 
 The run logs the flattened config as params, train/validation loss and accuracy and the epoch
 time per epoch (``step`` = epoch number, from 1), then restores the weights of the best
-validation epoch and logs test loss, accuracy, precision, recall, F1 and ROC-AUC. Artefacts:
-``config.yaml``, ``vocabulary.txt``, ``training_curves.png``, ``confusion_matrix.png``,
-``model.keras`` (raw strings in) and the pyfunc model ``model``, registered under
+validation epoch, calibrates and evaluates (:mod:`classifier.finish`): test loss, accuracy,
+precision, recall, F1, ROC-AUC and ECE. Artefacts: ``config.yaml``, ``vocabulary.txt``,
+``training_curves.png``, ``confusion_matrix.png``, ``reliability_diagram.png``, ``model.keras``
+(raw strings in), its LiteRT ``bundle/`` and the pyfunc model ``model``, registered under
 ``train.registered_model`` with the alias ``newest``.
 
 After every epoch a checkpoint (model with optimizer state, best weights, progress) is logged

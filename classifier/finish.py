@@ -72,7 +72,9 @@ def finish_run(cfg, model, vectorizer, data, progress, workdir: Path):
         mlflow.log_artifact(str(keras_path))
         if bundle is not None:  # what `classify predict` runs without TensorFlow
             mlflow.log_artifacts(str(bundle), BUNDLE_DIR)
-        version = log_pyfunc_model(keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS)
+        version = log_pyfunc_model(
+            keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS, bundle=bundle
+        )
         # The time of every epoch, across resumes (epoch_time_s includes validation).
         mlflow.log_metric("train_time_s", float(sum(progress.history.get("epoch_time_s", []))))
     return metrics, version

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -22,6 +23,11 @@ import classifier.layers  # noqa: F401 - registers the custom layers
 from classifier.batching import MAX_CHUNK, length_sorted_batches, token_counts
 from classifier.data import VECTORIZE_BATCH, ReviewVectorizer
 from classifier.errors import ModelError
+
+
+def load_keras_model(path: str | Path) -> keras.Model:
+    """Load a ``.keras`` model with ``safe_mode`` on (no arbitrary code from the file)."""
+    return keras.models.load_model(path, safe_mode=True)
 
 
 def predict_texts(model: keras.Model, texts: list[str], batch_size: int) -> list[float]:

@@ -21,20 +21,20 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import keras
 import mlflow
-import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
 from classifier.config import TrainConfig
-from classifier.data import LABELS, ReviewVectorizer
+from classifier.data import ReviewVectorizer
 from classifier.errors import ModelError, first_line
-from classifier.predict import predict_texts
+from classifier.keras_predict import load_keras_model
+from classifier.pyfunc import SentimentModel
 from classifier.tracking import PACKAGE_DIR, configure_tracking, missing_local_store, tracking_uri
 
 DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
@@ -42,11 +42,6 @@ MODEL_ALIAS = "newest"  # alias of the newest registered version ("latest" is re
 LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
 KERAS_ARTIFACT = "model.keras"  # the run artefact logged by training
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme; not a Windows drive letter
-
-
-def load_keras_model(path: str | Path) -> keras.Model:
-    """Load a ``.keras`` model with ``safe_mode`` on (no arbitrary code from the file)."""
-    return keras.models.load_model(path, safe_mode=True)
 
 
 def load_model(spec: str | None = None) -> keras.Model:
@@ -185,9 +180,18 @@ def _is_version_ref(ref: str) -> bool:
 
 
 def runtime_requirements() -> list[str]:
-    """Pinned requirements of the pyfunc model: the TensorFlow build installed, Keras, MLflow."""
+    """Pinned requirements of the pyfunc model: the TensorFlow build installed, Keras, MLflow,
+    LiteRT."""
     pins = []
-    for name in ("tensorflow-cpu", "tensorflow", "keras", "tensorflow-datasets", "mlflow"):
+    names = (
+        "tensorflow-cpu",
+        "tensorflow",
+        "keras",
+        "tensorflow-datasets",
+        "mlflow",
+        "ai-edge-litert",
+    )
+    for name in names:
         try:
             pins.append(f"{name}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
@@ -195,35 +199,9 @@ def runtime_requirements() -> list[str]:
     return pins
 
 
-class SentimentModel(mlflow.pyfunc.PythonModel):
-    """MLflow pyfunc wrapper of the end-to-end ``.keras`` model (raw strings in).
-
-    ``predict`` takes a list of review strings (or a one-column DataFrame) and returns a
-    DataFrame with ``label`` ("negative"/"positive") and ``positive_probability``.
-    """
-
-    def load_context(self, context) -> None:
-        self._model = load_keras_model(context.artifacts["keras_model"])
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop("_model", None)  # never pickle the Keras model; it is loaded from the artefact
-        return state
-
-    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        # The signature (one string column) makes MLflow hand over a DataFrame, also for a
-        # plain list of strings; the type hint tells MLflow not to infer another signature.
-        texts = model_input.iloc[:, 0].astype(str).tolist()
-        probabilities = predict_texts(self._model, texts)
-        return pd.DataFrame(
-            {
-                "label": [LABELS[1] if p >= 0.5 else LABELS[0] for p in probabilities],
-                "positive_probability": probabilities,
-            }
-        )
-
-
-def log_pyfunc_model(keras_path: Path, registered_name: str, example: list[str]):
+def log_pyfunc_model(
+    keras_path: Path, registered_name: str, example: list[str], bundle: Path | None = None
+):
     """Log the end-to-end model as an MLflow pyfunc model, register it, move the alias to it.
 
     Returns:
@@ -242,7 +220,10 @@ def log_pyfunc_model(keras_path: Path, registered_name: str, example: list[str])
         info = mlflow.pyfunc.log_model(
             name="model",
             python_model=SentimentModel(),
-            artifacts={"keras_model": str(keras_path)},
+            artifacts={
+                "keras_model": str(keras_path),
+                **({"bundle": str(bundle)} if bundle is not None else {}),
+            },
             code_paths=[str(PACKAGE_DIR)],
             pip_requirements=runtime_requirements(),
             signature=signature,

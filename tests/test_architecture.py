@@ -102,3 +102,11 @@ def test_modules_needed_before_the_slow_imports_import_no_tensorflow(module):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_pyfunc_model_imports_no_tensorflow():
+    # MLflow imports it to serve a model: with a bundle, serving needs no TensorFlow.
+    code = "import sys, classifier.pyfunc; print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

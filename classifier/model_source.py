@@ -71,6 +71,8 @@ def _run_of(store: sqlite3.Connection, spec: str | None) -> str | None:
         return None
     name = match["name"] if match else DEFAULT_MODEL
     alias, version = (match["alias"], match["version"]) if match else (None, None)
+    if match and alias is None and version is None:
+        return None  # models:/NAME alone: MLflow's own rules (stages, logged models) decide
     if alias and alias.lower() != "latest":
         found = store.execute(
             "select version from registered_model_aliases where name = ? and alias = ?",

@@ -37,6 +37,7 @@ def test_every_model_name_finds_the_runs_bundle(trained, store, tmp_path):
     for spec in (
         f"models:/{DEFAULT_MODEL_NAME}@nope",
         f"models:/{DEFAULT_MODEL_NAME}/999",
+        f"models:/{DEFAULT_MODEL_NAME}",
         "models:/no-such-model@newest",
         f"runs:/{'0' * 32}",
         str(tmp_path),

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -25,6 +24,7 @@ from classifier.config import ModelConfig
 from classifier.models.classifier import build_classifier
 from classifier.registry import DEFAULT_MODEL_NAME
 from tests.model_helpers import NEGATIVE, POSITIVE, one_error_line, run, untrained
+from tests.servers import wait_until_answering
 
 # --- naming a model --------------------------------------------------------------------------
 
@@ -161,17 +161,7 @@ def test_mlflow_models_serve_answers_invocations(trained, store, tmp_path):
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"{base}/ping", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            assert time.monotonic() < deadline, "no answer in 120 s:\n" + log.read_text()[-3000:]
-            time.sleep(1)
+        wait_until_answering(f"{base}/ping", server, log, timeout=120, interval=1)
         body = json.dumps({"inputs": [POSITIVE, NEGATIVE]}).encode()
         request = urllib.request.Request(
             f"{base}/invocations", data=body, headers={"Content-Type": "application/json"}

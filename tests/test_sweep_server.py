@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,6 +21,7 @@ from click.testing import CliRunner
 from classifier.cli import cli
 from classifier.sweep import run_sweep
 from classifier.sweep_spec import load_spec
+from tests.servers import wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = "sweep-server-test"
@@ -73,21 +73,9 @@ def server(tmp_path):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"mlflow server exited: {(tmp_path / 'server.log').read_text()[-2000:]}"
-                )
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("mlflow server was not healthy within 60 s")
-            time.sleep(0.5)
+        wait_until_answering(
+            f"{base}/health", process, tmp_path / "server.log", timeout=60, interval=0.5
+        )
         yield base, tmp_path / "artifacts"
     finally:
         if process.poll() is None:

@@ -84,8 +84,8 @@ def data_source(cfg: DataConfig) -> dict[str, str]:
     Its keys differ from the config's ``data.data_dir`` (empty when TFDS_DATA_DIR is used).
 
     Example:
-        >>> data_source(DataConfig(data_dir="../shared/tensorflow_datasets"))  # in /work/main
-        {'data.source_dir': '/work/shared/tensorflow_datasets',
+        >>> data_source(DataConfig(data_dir="../shared/tensorflow_datasets"))  # in the project
+        {'data.source_dir': '/.../shared/tensorflow_datasets',
          'data.tfds_dataset': 'imdb_reviews/plain_text/1.0.0', 'data.tfds_package': '4.9.10'}
     """
     return {

@@ -5,7 +5,7 @@ The classifier's head is ``Dense(2, softmax)`` on the pooled features x: logits 
 ``softmax(z / T)`` has the lowest cross-entropy, then divides the head's kernel and bias by T:
 the saved model, ``classify predict`` and the pyfunc model then report calibrated probabilities
 with no extra layer, and no label at threshold 0.5 changes (T > 0 keeps every log-odds' sign).
-T is at least 1: calibration softens an over-confident model and leaves the others alone.
+T > 1 softens an over-confident model; T < 1 (at least 0.1) sharpens an under-confident one.
 
 Example (a trained classifier and its validation pipeline)::
 

@@ -60,6 +60,7 @@ class ComparisonRow:
     train_time_s: float  # mean
     parameters: int | None
     test_ece: float = math.nan  # mean expected calibration error (NaN: runs from before ECE)
+    vs_baseline: float = math.nan  # test accuracy minus the bow baseline's, in points
     run_ids: list[str] = field(default_factory=list)
     test_accuracies: list[float] = field(default_factory=list)
     val_accuracy_curves: list[list[float]] = field(default_factory=list)
@@ -74,6 +75,7 @@ class ComparisonRow:
             "test_accuracy_mean": self.test_accuracy_mean,
             "test_accuracy_std": self.test_accuracy_std,
             "test_ece": None if math.isnan(self.test_ece) else self.test_ece,
+            "test_accuracy_vs_bow": None if math.isnan(self.vs_baseline) else self.vs_baseline,
             "epochs": self.epochs,
             "train_time_s": self.train_time_s,
             "parameters": self.parameters,
@@ -182,7 +184,19 @@ def compare_runs(
                 val_accuracy_curves=histories,
             )
         )
+    against_baseline(rows)
     return rows
+
+
+def against_baseline(rows: list[ComparisonRow]) -> None:
+    """Set every row's test accuracy difference to the ``bow`` baseline, in points. With more
+    than one ``bow`` group, the baseline is the one with the best validation accuracy."""
+    baselines = [row for row in rows if row.variant.split(" ")[0] == BASELINE]
+    if not baselines:
+        return
+    baseline = max(baselines, key=lambda row: row.best_val_accuracy)
+    for row in rows:
+        row.vs_baseline = 100 * (row.test_accuracy_mean - baseline.test_accuracy_mean)
 
 
 def group_key(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -244,8 +258,12 @@ def key_params(params: Mapping[str, Any]) -> str:
         parts.append(f"pos={position}")
     if "model.norm_first" in keys and str(params.get("model.norm_first")) == "True":
         parts.append("pre-LN")
+    if str(params.get("train.refit")) == "True":  # trained again on train + validation
+        parts.append("refit")
     return " ".join(parts)
 
+
+BASELINE = "bow"  # the classical model every variant is measured against
 
 COLUMNS = (
     "variant",
@@ -253,6 +271,7 @@ COLUMNS = (
     "key params",
     "best val acc",
     "test acc",
+    "vs bow (pts)",
     "test ECE",
     "epochs",
     "train time (s)",
@@ -265,6 +284,7 @@ CSV_COLUMNS = (
     "best_val_accuracy",
     "test_accuracy_mean",
     "test_accuracy_std",
+    "test_accuracy_vs_bow",
     "test_ece",
     "epochs",
     "train_time_s",
@@ -280,10 +300,10 @@ def format_comparison(rows: Sequence[ComparisonRow], fmt: str = "table") -> str:
         >>> row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000,
         ...     test_ece=0.012)
         >>> print(format_comparison([row], "markdown"))  # doctest: +NORMALIZE_WHITESPACE
-        | variant | seeds | key params | best val acc | test acc | test ECE | epochs
+        | variant | seeds | key params | best val acc | test acc | vs bow (pts) | test ECE | epochs
           | train time (s) | params |
-        | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
-        | encoder | 1,2 | d=16 | 0.8800 | 0.8710 ± 0.0020 | 0.0120 | 7.0 | 370.0 | 171,000 |
+        | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+        | encoder | 1,2 | d=16 | 0.8800 | 0.8710 ± 0.0020 | | 0.0120 | 7.0 | 370.0 | 171,000 |
     """
     if fmt == "json":
         return json.dumps([row.to_json() for row in rows], indent=2)
@@ -300,6 +320,7 @@ def format_comparison(rows: Sequence[ComparisonRow], fmt: str = "table") -> str:
                     _round(row.best_val_accuracy),
                     _round(row.test_accuracy_mean),
                     _round(row.test_accuracy_std),
+                    "" if math.isnan(row.vs_baseline) else _round(row.vs_baseline),
                     "" if math.isnan(row.test_ece) else _round(row.test_ece),
                     _round(row.epochs),
                     _round(row.train_time_s),
@@ -333,6 +354,7 @@ def _cells(row: ComparisonRow) -> tuple[str, ...]:
         row.key_params,
         f"{row.best_val_accuracy:.4f}",
         f"{row.test_accuracy_mean:.4f} ± {row.test_accuracy_std:.4f}",
+        "" if math.isnan(row.vs_baseline) else f"{row.vs_baseline:+.2f}",
         "" if math.isnan(row.test_ece) else f"{row.test_ece:.4f}",
         f"{row.epochs:.1f}",
         f"{row.train_time_s:.1f}",

@@ -3,7 +3,7 @@
 A config file may name another with ``extends: other.yaml`` (relative to itself); its keys are
 merged over that file's. Command-line overrides (``--set model.num_heads=4``) come last. Every
 key, type and value is checked, and a bad one raises :class:`ConfigError` naming the key.
-:func:`read_yaml_mapping` reads any YAML file of this project the same way (sweep specs too).
+:mod:`classifier.yaml_files` reads the files, ``extends`` included (sweep specs too).
 
 YAML is read as PyYAML's safe loader does (YAML 1.1: ``yes``/``no`` are booleans), with three
 differences that keep a value from meaning something else than it says: a repeated key is an
@@ -35,7 +35,7 @@ import yaml
 
 from classifier.errors import ConfigError
 from classifier.models import variants
-from classifier.yaml_files import YamlLoader, read_yaml_mapping
+from classifier.yaml_files import YamlLoader, read_config_file
 
 POSITIONS = ("sinusoidal", "learned")
 LABELS = ("negative", "positive")  # label 0, label 1
@@ -52,6 +52,7 @@ MAX_SIZES = {
     "data.sequence_length": 100_000,
     "data.batch_size": 1_000_000,
     "model.num_layers": 1_000,
+    "model.ngram_buckets": 100_000_000,
 }
 #: The weight tables a config sizes: token embeddings, learned positions, attention projections,
 #: feed-forward. None may hold more than MAX_TABLE_WEIGHTS numbers: 8 GiB of float32, 32 GiB
@@ -100,6 +101,8 @@ class ModelConfig:
     position: str = "sinusoidal"  # positional signal of variant "encoder": sinusoidal | learned
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(embed_dim), as the paper
     norm_first: bool = False  # pre-LN instead of the paper's post-LN
+    ngram_buckets: int = 2**20  # hashed word pairs of variant "bow"
+    l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
 
 
 @dataclass
@@ -110,6 +113,7 @@ class TrainConfig:
     learning_rate: float = 1e-3
     seed: int = 42
     early_stopping_patience: int | None = 3  # None: train all epochs; the best is kept
+    refit: bool = False  # then train afresh on train + validation for the best epoch count
     registered_model: str = "imdb-sentiment"
 
 
@@ -164,7 +168,7 @@ def load_config(
     Raises:
         ConfigError: on a missing file, bad YAML, unknown key, wrong type or impossible value.
     """
-    tree = _read_yaml(Path(path)) if path is not None else {}
+    tree = read_config_file(Path(path)) if path is not None else {}
     for item in overrides:
         _set_dotted(tree, *_parse_override(item))
     for key, value in (settings or {}).items():
@@ -197,6 +201,7 @@ def validate(config: Config) -> None:
         "model.num_heads": m.num_heads,
         "model.ff_dim": m.ff_dim,
         "model.num_layers": m.num_layers,
+        "model.ngram_buckets": m.ngram_buckets,
         "train.epochs": t.epochs,
         "train.learning_rate": t.learning_rate,
         "train.early_stopping_patience": t.early_stopping_patience,
@@ -241,6 +246,8 @@ def validate(config: Config) -> None:
         raise ConfigError(
             f"model.embed_dim={m.embed_dim} is not divisible by model.num_heads={m.num_heads}"
         )
+    if m.l2 < 0:
+        raise ConfigError(f"model.l2 must not be negative, got {m.l2!r}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
     if not config.experiment.strip():
@@ -271,42 +278,6 @@ def _check_model_name(key: str, name: str) -> None:
     else:
         return
     raise ConfigError(f"{key}={name!r} cannot be an MLflow model name: {problem}")
-
-
-def _read_yaml(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
-    tree = read_yaml_mapping(path, "config")
-    if "extends" not in tree:
-        return tree
-    name = tree.pop("extends")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(
-            f"config {path}: extends must name a YAML file (relative to this one), got "
-            f"{_shown(name)}"
-        )
-    base = path.parent / name
-    chain = (*chain, path)
-    resolved = [file.resolve() for file in chain]
-    if base.resolve() == path.resolve():
-        raise ConfigError(f"config {path} extends itself")
-    if base.resolve() in resolved:
-        cycle = " -> ".join(map(str, [*chain[resolved.index(base.resolve()) :], base]))
-        raise ConfigError(f"config {path} extends {base}, which makes a cycle: {cycle}")
-    if not base.is_file():
-        problem = "is a directory" if base.is_dir() else "does not exist"
-        raise ConfigError(f"config {path} extends {base}, which {problem}")
-    merged = _read_yaml(base, chain)
-    _merge(merged, tree)
-    return merged
-
-
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> None:
-    for key, value in update.items():
-        if isinstance(base.get(key), dict) and value is None:
-            continue  # a section whose keys are all commented out changes nothing
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
 
 
 def _parse_override(item: str) -> tuple[str, Any]:

@@ -36,6 +36,10 @@ class ResumeError(UserError, ValueError):
     """The run to resume does not exist, is finished, or has no config."""
 
 
+class TrainingDiverged(UserError):
+    """The loss became NaN or infinite; the run is FAILED and nothing is registered."""
+
+
 class RunBusy(ResumeError):
     """The run to resume is being trained (or resumed) by another live process."""
 

@@ -13,6 +13,10 @@ explained the same way.
 The attention a token *receives* is the mean, over the real (non-padding) query positions q,
 of ``weights[q, k]``: it sums to 1 over the review's tokens.
 
+A linear model (``bow``, ``explains="contributions"``) is its own explanation: each word is
+shaded by its contribution to the log-odds of ``positive`` (:func:`word_contributions`),
+signed, from red (towards negative) to blue (towards positive).
+
 Example (a trained model; ``classify explain`` does this)::
 
     model = classifier.registry.load_model("model.keras")
@@ -22,9 +26,8 @@ Example (a trained model; ``classify explain`` does this)::
 
 from __future__ import annotations
 
-import html
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -35,42 +38,15 @@ import tensorflow as tf
 from classifier import plots
 from classifier.data import LABELS, standardize_review
 from classifier.errors import ExplainError
+from classifier.explain_views import Explanation, figure_arguments, write_html
 from classifier.keras_predict import classifier_of, vectorizer_of
+from classifier.layers.ngrams import ngram_features
 from classifier.models import variants
 from classifier.predict import DEFAULT_THRESHOLD
 from classifier.reviews import STDIN, Reporter, read_reviews, review_byte_limit
 
 OUTPUT_FORMATS = ("png", "html")
 TOP_WORDS = 15
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """The tokens of one review weighted by the attention they receive, and the prediction.
-
-    Attributes:
-        source: where the review came from.
-        tokens: the n words the model saw (standardized, after truncation), in order.
-        in_vocabulary: per token, ``False`` for out-of-vocabulary words (id 1).
-        attention: (n,) attention each token receives; sums to 1.
-        probability: the model's probability of ``positive``.
-        label: ``positive`` or ``negative`` (probability >= threshold).
-        layer: the attention layer the weights come from, in words.
-        heads: number of heads averaged.
-        dropped_words: words beyond the model's ``sequence_length`` that it never saw.
-        truncate: which end of a long review the model keeps (``tail`` or ``head``).
-    """
-
-    source: str
-    tokens: list[str]
-    in_vocabulary: list[bool]
-    attention: np.ndarray
-    probability: float
-    label: str
-    layer: str
-    heads: int
-    dropped_words: int
-    truncate: str
 
 
 def attention_model(classifier: keras.Model) -> tuple[keras.Model, str]:
@@ -134,10 +110,17 @@ def explain_text(
     count = int(np.count_nonzero(token_ids))  # padding (0) only ever follows the words
     if count == 0:
         raise ExplainError("no words left after standardization (nothing to explain)")
-    explainer, layer = attention_model(classifier_of(model))
-    probabilities, weights = explainer(token_ids[None, :count], training=False)
-    weights = keras.ops.convert_to_numpy(weights)[0]
-    probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
+    classifier = classifier_of(model)
+    variant = variants.variant_of_model(classifier.name)
+    if variant is not None and variant.explains == "contributions":
+        probability, shares = word_contributions(classifier, token_ids[:count])
+        layer, heads = variant.explained_as, 0
+    else:
+        explainer, layer = attention_model(classifier)
+        probabilities, weights = explainer(token_ids[None, :count], training=False)
+        weights = keras.ops.convert_to_numpy(weights)[0]
+        probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
+        shares, heads = attention_received(weights, np.ones(count, dtype=bool)), weights.shape[0]
 
     words = [
         word.decode("utf-8", errors="replace")
@@ -152,14 +135,47 @@ def explain_text(
         source=source,
         tokens=kept,
         in_vocabulary=[int(i) != 1 for i in token_ids[:count]],
-        attention=attention_received(weights, np.ones(count, dtype=bool)),
+        attention=shares,
         probability=probability,
         label=LABELS[1] if probability >= threshold else LABELS[0],
         layer=layer,
-        heads=int(weights.shape[0]),
+        heads=int(heads),
         dropped_words=max(0, len(words) - count),
         truncate=vectorizer.truncate,
+        signed=heads == 0,
     )
+
+
+def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[float, np.ndarray]:
+    """P(positive) of a ``bow`` classifier for one review's ids (no padding), and each word's
+    contribution to the log-odds of positive.
+
+    A feature f (a word, or a pair of neighbouring words) adds ``value_f * (k_f . d)`` to the
+    log-odds, where ``value_f`` is its normalised TF-IDF value, ``k_f`` its kernel row and ``d``
+    the head's column difference (the temperature included). A word receives its unigram's
+    share and half of each pair's it is in, split evenly over repeats (a feature counts once).
+    So the contributions sum to the log-odds minus the bias: nothing is lost or invented.
+    """
+    bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
+    kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
+    direction = kernel[:, 1] - kernel[:, 0]
+    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
+    features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
+    rows = keras.ops.convert_to_numpy(bag.kernel).astype(np.float64)[features] @ direction
+    per_feature = {  # first occurrences only: a repeat's value is 0
+        int(f): float(c) for f, c, v in zip(features, values * rows, values, strict=True) if v
+    }
+    unsorted = keras.ops.convert_to_numpy(ngram_features(ids, bag.vocab_size, bag.buckets))[0]
+    unigrams, bigrams = unsorted[: ids.shape[1]].tolist(), unsorted[ids.shape[1] :].tolist()
+    times = Counter(unigrams + bigrams)
+    shares = np.array([per_feature.get(u, 0.0) / times[u] for u in unigrams])
+    for position, pair in enumerate(bigrams):
+        half = per_feature.get(pair, 0.0) / times[pair] / 2
+        shares[position] += half
+        shares[position + 1] += half
+    bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
+    log_odds = float(shares.sum() + bias + head_bias[1] - head_bias[0])
+    return float(1 / (1 + np.exp(-log_odds))), shares
 
 
 def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -182,108 +198,6 @@ def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
     mask = np.asarray(mask, dtype=bool)
     received = weights[mask].mean(axis=0) if mask.any() else np.zeros(weights.shape[-1])
     return np.where(mask, received, 0.0)
-
-
-# --- what the pictures show ------------------------------------------------------------------
-
-
-def caption(explanation: Explanation) -> str:
-    """The caption under the label: what was seen, and what the colour means."""
-    n = len(explanation.tokens)
-    kept = "last" if explanation.truncate == "tail" else "first"
-    dropped = (
-        f"; the model only saw the {kept} {n} words ({explanation.dropped_words:,} more dropped)"
-        if explanation.dropped_words
-        else ""
-    )
-    return (
-        f"{explanation.source}: {n} tokens{dropped}. Colour: the attention each token receives "
-        f"in {explanation.layer} (mean over {explanation.heads} head"
-        f"{'s' if explanation.heads != 1 else ''} and all {n} query positions)."
-        " Italic: not in the vocabulary."
-    )
-
-
-def top_words(explanation: Explanation, count: int = TOP_WORDS) -> list[tuple[str, float, int]]:
-    """The most attended words, each with the share of its most attended occurrence and how
-    often it occurs: ``(word, share, times)``."""
-    best: dict[str, float] = {}
-    times: dict[str, int] = {}
-    for token, share in zip(explanation.tokens, explanation.attention, strict=True):
-        best[token] = max(best.get(token, 0.0), float(share))
-        times[token] = times.get(token, 0) + 1
-    ranked = sorted(best.items(), key=lambda item: -item[1])[:count]
-    return [(word, share, times[word]) for word, share in ranked]
-
-
-def figure_arguments(explanation: Explanation) -> dict:
-    """The keyword arguments of :func:`classifier.plots.plot_token_attention` (all but path)."""
-    return {
-        "tokens": explanation.tokens,
-        "in_vocabulary": explanation.in_vocabulary,
-        "shares": explanation.attention,
-        "label": explanation.label,
-        "probability": explanation.probability,
-        "caption": caption(explanation),
-        "top_words": top_words(explanation),
-    }
-
-
-def write_html(path: str | Path, explanation: Explanation) -> Path:
-    """Write a self-contained HTML page (inline CSS, no scripts or links): the label, the
-    tokens shaded by the attention they receive (hover for the number) and the top words."""
-    top = float(explanation.attention.max()) if explanation.attention.size else 1.0
-    colours = plots.token_colours(explanation.attention, top)
-    spans = []
-    for token, known, rgba, share in zip(
-        explanation.tokens, explanation.in_vocabulary, colours, explanation.attention, strict=True
-    ):
-        red, green, blue = (int(round(255 * c)) for c in rgba[:3])
-        ink = "#fff" if share / max(top, 1e-12) > 0.65 else "#000"
-        style = f"background:rgb({red},{green},{blue});color:{ink}"
-        if not known:
-            style += ";font-style:italic"
-        spans.append(
-            f'<span class="t" style="{style}" title="{share:.4f}">{html.escape(token)}</span>'
-        )
-    ranked = top_words(explanation)
-    widest = max((share for _, share, _ in ranked), default=1.0)
-    rows = "\n".join(
-        f"<tr><td>{html.escape(word)}</td><td>{times}</td><td>{share:.4f}</td>"
-        f'<td><div class="bar" style="width:{300 * share / max(widest, 1e-12):.0f}px"></div>'
-        "</td></tr>"
-        for word, share, times in ranked
-    )
-    colour = plots.LABEL_COLOURS.get(explanation.label, "black")
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>{html.escape(explanation.source)}: {explanation.label}</title>
-<style>
-body {{ font-family: sans-serif; max-width: 60rem; margin: 2rem auto; line-height: 2.1; }}
-h1 {{ color: {colour}; margin-bottom: 0; }}
-.caption {{ color: #444; font-size: 0.85rem; line-height: 1.4; }}
-.t {{ padding: 0.1rem 0.2rem; border-radius: 0.25rem; }}
-.bar {{ background: #e8590c; height: 0.8rem; }}
-table {{ border-collapse: collapse; line-height: 1.4; font-size: 0.9rem; }}
-td, th {{ padding: 0.1rem 0.6rem; text-align: left; }}
-.legend {{ display: inline-block; width: 12rem; height: 0.8rem; vertical-align: middle;
-  background: linear-gradient(to right, rgb(254,237,222), rgb(127,39,4)); }}
-</style></head><body>
-<h1>Predicted: {explanation.label}</h1>
-<p>P(positive) = {explanation.probability:.3f}</p>
-<p class="caption">{html.escape(caption(explanation))}<br>
-least <span class="legend"></span> most attention (hover a word for its share)</p>
-<p>{" ".join(spans)}</p>
-<h2>Most attended words</h2>
-<table><tr><th>word</th><th>times</th><th>largest share</th><th></th></tr>
-{rows}
-</table>
-</body></html>
-"""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path
 
 
 # --- one file, end to end --------------------------------------------------------------------
@@ -365,5 +279,7 @@ def summary(written: Path, explanation: Explanation) -> str:
     """The line ``classify explain`` prints."""
     return (
         f"{written}: {explanation.label} (P(positive) {explanation.probability:.4f}), "
-        f"{len(explanation.tokens)} tokens, attention of {explanation.layer}"
+        f"{len(explanation.tokens)} tokens, "
+        + ("word contributions in " if explanation.signed else "attention of ")
+        + explanation.layer
     )

@@ -41,6 +41,7 @@ import mlflow
 import tensorflow as tf
 import yaml
 
+from classifier.calibration import calibrate
 from classifier.config import Config, from_dict
 from classifier.data import (
     ReviewVectorizer,
@@ -48,12 +49,12 @@ from classifier.data import (
     load_raw_splits,
     make_datasets,
 )
-from classifier.errors import ResumeError, UserError
+from classifier.errors import ResumeError, TrainingDiverged
 from classifier.finish import finish_run
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
-from classifier.models.classifier import build_classifier
+from classifier.refit import new_model, refit
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 
 CHECKPOINT_DIR = "checkpoint"
@@ -73,10 +74,6 @@ class TrainingInterrupted(Exception):
             f"continue with: classify train --resume {run_id}"
         )
         self.run_id = run_id
-
-
-class TrainingDiverged(UserError):
-    """The loss became NaN or infinite; the run is FAILED and nothing is registered."""
 
 
 @dataclass
@@ -159,12 +156,7 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
         progress = Progress(**json.loads((checkpoint / "progress.json").read_text()))
         best_weights = checkpoint / "best.weights.h5"
     else:
-        model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length)
-        model.compile(
-            optimizer=keras.optimizers.Adam(cfg.train.learning_rate),
-            loss="sparse_categorical_crossentropy",
-            metrics=["accuracy"],
-        )
+        model = new_model(cfg, data.train)
         progress = Progress()
         best_weights = None
 
@@ -199,7 +191,15 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
                 verbose=0,
             )
             callback.restore_best(model)
-            result = _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id)
+            temperature = None
+            if cfg.train.refit:  # the temperature of the model chosen on validation reviews
+                temperature = calibrate(model, data.validation)
+                model, vectorizer, data = refit(
+                    cfg, raw, progress.best_epoch, progress.history, echo
+                )
+            result = _evaluate_and_log(
+                cfg, model, vectorizer, data, progress, workdir, run_id, temperature
+            )
         except KeyboardInterrupt:
             mlflow.end_run(status="KILLED")
             raise TrainingInterrupted(run_id, progress.epoch) from None
@@ -335,8 +335,10 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
     mlflow.log_text("\n".join(vectorizer.get_vocabulary()), "vocabulary.txt")
 
 
-def _evaluate_and_log(cfg, model, vectorizer, data, progress, workdir, run_id) -> TrainResult:
-    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir)
+def _evaluate_and_log(
+    cfg, model, vectorizer, data, progress, workdir, run_id, temperature
+) -> TrainResult:
+    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir, temperature)
     return TrainResult(
         run_id=run_id,
         test_metrics=metrics,

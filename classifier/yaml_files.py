@@ -108,3 +108,41 @@ def yaml_problem(error: yaml.YAMLError, text: str) -> str:
         return " ".join(str(error).split())
     where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
     return " ".join(problem.split()) + where
+
+
+def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A config file as nested dicts, merged over the file it ``extends`` (relative to it),
+    recursively; a cycle, a missing base or a bad ``extends`` value is a :class:`ConfigError`."""
+    tree = read_yaml_mapping(path, "config")
+    if "extends" not in tree:
+        return tree
+    name = tree.pop("extends")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(
+            f"config {path}: extends must name a YAML file (relative to this one), got "
+            f"{'null' if name is None else f'{type(name).__name__} {name!r}'}"
+        )
+    base = path.parent / name
+    chain = (*chain, path)
+    resolved = [file.resolve() for file in chain]
+    if base.resolve() == path.resolve():
+        raise ConfigError(f"config {path} extends itself")
+    if base.resolve() in resolved:
+        cycle = " -> ".join(map(str, [*chain[resolved.index(base.resolve()) :], base]))
+        raise ConfigError(f"config {path} extends {base}, which makes a cycle: {cycle}")
+    if not base.is_file():
+        problem = "is a directory" if base.is_dir() else "does not exist"
+        raise ConfigError(f"config {path} extends {base}, which {problem}")
+    merged = read_config_file(base, chain)
+    _merge(merged, tree)
+    return merged
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> None:
+    for key, value in update.items():
+        if isinstance(base.get(key), dict) and value is None:
+            continue  # a section whose keys are all commented out changes nothing
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value

@@ -8,6 +8,7 @@ import pytest
 
 from classifier.compare import (
     ComparisonRow,
+    against_baseline,
     format_comparison,
     group_key,
     group_labels,
@@ -83,18 +84,42 @@ def test_formats_of_one_row():
     assert "0.8765" in table[1] and "0.8712 ± 0.0000" in table[1] and "171,234" in table[1]
     assert format_comparison([row], "markdown").splitlines()[2] == (
         "| encoder (position=learned) | 3 | d=16 h=2 ff=64 L=2 pos=learned | 0.8765 | "
-        "0.8712 ± 0.0000 | 0.0123 | 7.0 | 512.3 | 171,234 |"
+        "0.8712 ± 0.0000 |  | 0.0123 | 7.0 | 512.3 | 171,234 |"
     )
     assert format_comparison([row], "csv").splitlines()[1] == (
-        "encoder (position=learned),3,d=16 h=2 ff=64 L=2 pos=learned,0.87654,0.87123,0.0,0.01234,"
+        "encoder (position=learned),3,d=16 h=2 ff=64 L=2 pos=learned,0.87654,0.87123,0.0,,0.01234,"
         "7.0,512.34,171234"
     )
     assert json.loads(format_comparison([row], "json"))[0]["test_accuracy_std"] == 0.0
     assert json.loads(format_comparison([row], "json"))[0]["test_ece"] == 0.01234
     # Runs from before ECE was logged: empty cells and null, never NaN (which is not JSON).
     row.test_ece = float("nan")
-    assert "| 0.8712 ± 0.0000 |  | 7.0 |" in format_comparison([row], "markdown")
-    assert ",0.0,,7.0," in format_comparison([row], "csv")
+    assert "| 0.8712 ± 0.0000 |  |  | 7.0 |" in format_comparison([row], "markdown")
+    assert ",0.0,,,7.0," in format_comparison([row], "csv")
     assert json.loads(format_comparison([row], "json"))[0]["test_ece"] is None
     with pytest.raises(ValueError, match="unknown format 'xml'"):
         format_comparison([row], "xml")
+
+
+def test_every_row_is_measured_against_the_bow_baseline_chosen_on_validation():
+    def row(variant, val, test):
+        return ComparisonRow(variant, [1], "", val, test, 0.0, 1.0, 1.0, None)
+
+    rows = [
+        row("attention", 0.88, 0.878),
+        row("bow (l2=1e-06)", 0.910, 0.904),
+        row("bow (l2=0.0001)", 0.892, 0.906),  # a better test accuracy must not choose it
+    ]
+    against_baseline(rows)
+    assert [round(r.vs_baseline, 6) for r in rows] == [-2.6, 0.0, 0.2]
+    assert "| -2.60 |" in format_comparison(rows[:1], "markdown")
+    alone = [row("mha", 0.87, 0.87)]
+    against_baseline(alone)  # no bow row: no difference, an empty cell
+    assert json.loads(format_comparison(alone, "json"))[0]["test_accuracy_vs_bow"] is None
+
+
+def test_key_params_of_bow_and_of_a_refit_run():
+    assert key_params({"model.variant": "bow", "model.embed_dim": "16"}) == "pos=none"
+    assert key_params({"model.variant": "mha", "model.embed_dim": "16", "train.refit": "True"}) == (
+        "d=16 pos=none refit"
+    )

@@ -209,12 +209,12 @@ def test_compare_markdown(parent):
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
-    assert lines[1] == "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+    assert lines[1] == "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
     assert cells[:3] == ["attention", "1,2", "d=16 pos=none"]
     mean, std = cells[4].split(" ± ")
     assert float(mean) >= 0 and float(std) >= 0
-    assert 0 <= float(cells[5]) <= 1  # test ECE, mean over the seeds
+    assert 0 <= float(cells[6]) <= 1  # test ECE, mean over the seeds
 
 
 def test_compare_csv(parent):

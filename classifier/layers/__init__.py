@@ -1,4 +1,5 @@
-"""From-scratch Transformer building blocks (Keras 3 layers, ``keras.ops`` only)."""
+"""From-scratch Transformer building blocks, and the bag of n-grams of the ``bow`` baseline
+(Keras 3 layers, ``keras.ops`` only)."""
 
 from classifier.layers.attention import (
     MaskedAttention,
@@ -17,6 +18,7 @@ from classifier.layers.masks import (
     to_keras_mask,
     to_tutorial_mask,
 )
+from classifier.layers.ngrams import BagOfNgrams
 from classifier.layers.normalization import LayerNormalization
 from classifier.layers.pooling import MaskedGlobalAveragePooling1D
 from classifier.layers.positional import (
@@ -29,6 +31,7 @@ from classifier.layers.positional import (
 
 __all__ = [
     "POSITION_KINDS",
+    "BagOfNgrams",
     "Decoder",
     "DecoderLayer",
     "Encoder",

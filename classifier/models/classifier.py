@@ -13,6 +13,10 @@ builder a variant uses, and everything else about it, is in the registry
 | block       | Embedding, one of our EncoderLayer (no position information)          |
 | block_pos   | Embedding + learned positions, one EncoderLayer                       |
 | encoder     | Embedding + sinusoidal or learned positions, our Encoder (N layers)   |
+| bow         | no attention: TF-IDF word 1-2-grams and a linear map (:class:`BagOfNgrams`) |
+
+``bow`` is the classical baseline, a logistic regression: its builder returns the two logits
+and the head only applies the softmax.
 
 Example:
     >>> from classifier.config import ModelConfig
@@ -28,6 +32,7 @@ import numpy as np  # noqa: F401 - used by the docstring example
 
 from classifier.config import ModelConfig
 from classifier.layers import (
+    BagOfNgrams,
     Encoder,
     EncoderLayer,
     MaskedAttention,
@@ -36,6 +41,7 @@ from classifier.layers import (
     attention_mask,
     padding_mask,
 )
+from classifier.layers.ngrams import document_frequencies
 from classifier.models import variants
 
 NUM_CLASSES = 2
@@ -51,10 +57,15 @@ def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) ->
     mask = padding_mask(token_ids)  # (B, T) bool, True = real token
     variant = variants.get(cfg.variant)
     x = variant.build_stack()(cfg, token_ids, mask, vocab_size, sequence_length)
-    x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)
-    x = keras.layers.Dropout(cfg.dropout, name="head_dropout")(x)
-    probabilities = keras.layers.Dense(NUM_CLASSES, activation="softmax", name="head")(x)
-    return keras.Model(token_ids, probabilities, name=variant.model_name)
+    if variant.builds == "logits":  # the softmax alone; calibration scales this identity
+        head = keras.layers.Dense(
+            NUM_CLASSES, "softmax", kernel_initializer="identity", trainable=False, name="head"
+        )
+    else:
+        x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)
+        x = keras.layers.Dropout(cfg.dropout, name="head_dropout")(x)
+        head = keras.layers.Dense(NUM_CLASSES, activation="softmax", name="head")
+    return keras.Model(token_ids, head(x), name=variant.model_name)
 
 
 def embed(cfg: ModelConfig, token_ids, vocab_size: int, sequence_length: int, position=None):
@@ -121,6 +132,19 @@ def encoder_stack(cfg, token_ids, mask, vocab_size, sequence_length):
         name="encoder",
     )
     return encoder(x, padding_mask=mask)
+
+
+def bag_of_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
+    """The ``bow`` baseline's two logits: TF-IDF word 1-2-grams times a weight matrix."""
+    bag = BagOfNgrams(vocab_size, cfg.ngram_buckets, NUM_CLASSES, l2=cfg.l2, name="bag")
+    return bag(token_ids)
+
+
+def set_document_frequencies(classifier: keras.Model, batches) -> None:
+    """Set the ``bow`` idf weights from the training reviews: ``(token_ids, label)`` batches."""
+    bag = classifier.get_layer("bag")
+    ids = (token_ids for token_ids, _ in batches)
+    bag.set_idf(*document_frequencies(ids, bag.vocab_size, bag.buckets))
 
 
 def build_end_to_end(vectorizer: keras.layers.Layer, classifier: keras.Model) -> keras.Model:

@@ -53,6 +53,13 @@ class Variant:
         keys: the ``model.*`` config keys the variant uses (besides ``model.variant``).
         position: its fixed position signal (``"none"``, ``"learned"``), or ``None`` when
             ``model.position`` chooses it.
+        builds: ``"stack"``: the builder returns the hidden sequence (B, T, d), pooled into a
+            trained ``Dense(2, softmax)`` head; ``"logits"``: it returns the two logits (B, 2)
+            and the head only applies the softmax (and, once calibrated, the temperature).
+        prepare: ``"module:function"`` called as ``prepare(classifier, train_batches)`` after
+            the classifier is built and before it trains (``bow``: the idf weights), or None.
+        explains: ``"attention"`` (the explained layer's attention weights) or
+            ``"contributions"`` (a linear model: weight times feature value, per word).
     """
 
     name: str
@@ -61,18 +68,29 @@ class Variant:
     explained_as: str
     keys: tuple[str, ...]
     position: str | None = None
+    builds: str = "stack"
+    prepare: str | None = None
+    explains: str = "attention"
 
     def build_stack(self) -> Builder:
         """The builder function (imported on first use when named as a string)."""
-        if callable(self.builder):
-            return self.builder
-        module, _, function = self.builder.partition(":")
-        return getattr(importlib.import_module(module), function)
+        return _function(self.builder)
+
+    def prepare_function(self) -> Callable[..., None] | None:
+        """The ``prepare`` function, or None."""
+        return _function(self.prepare) if self.prepare else None
 
     @property
     def model_name(self) -> str:
         """The name of this variant's classifier model, e.g. ``imdb_encoder``."""
         return f"{CLASSIFIER_PREFIX}{self.name}"
+
+
+def _function(named: Callable | str) -> Callable:
+    if callable(named):
+        return named
+    module, _, function = named.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 _VARIANTS: dict[str, Variant] = {}
@@ -166,5 +184,18 @@ register(
         explained_layer="encoder",
         explained_as="encoder layer {last} of {last}",
         keys=(*_BLOCK, "model.num_layers", "model.position"),
+    )
+)
+register(
+    Variant(
+        "bow",
+        f"{_BUILDERS}:bag_of_ngrams",
+        explained_layer="bag",
+        explained_as="the bag of word 1-2-grams",
+        keys=("model.ngram_buckets", "model.l2"),
+        position="none",
+        builds="logits",
+        prepare=f"{_BUILDERS}:set_document_frequencies",
+        explains="contributions",
     )
 )

@@ -16,6 +16,7 @@ from classifier.plots.canvas import save
 
 LABEL_COLOURS = {"positive": "#1a7f37", "negative": "#b42318"}
 COLOUR_MAP = "Oranges"  # of the token shading in explain's figures
+SIGNED_COLOUR_MAP = "RdBu"  # signed contributions: red towards negative, blue towards positive
 
 
 def plot_positional_encoding(
@@ -108,8 +109,11 @@ def plot_attention_heads(
     return save(figure, path)
 
 
-def token_colours(shares: Sequence[float] | np.ndarray, top: float) -> np.ndarray:
-    """RGBA per token: its share of the attention, scaled so that ``top`` is darkest.
+def token_colours(
+    shares: Sequence[float] | np.ndarray, top: float, signed: bool = False
+) -> np.ndarray:
+    """RGBA per token: its share of the attention, scaled so that ``top`` is darkest; with
+    ``signed``, a contribution from red (``-top``) through white (0) to blue (``top``).
 
     Example:
         >>> token_colours([0.0, 0.5], top=0.5).shape
@@ -117,8 +121,10 @@ def token_colours(shares: Sequence[float] | np.ndarray, top: float) -> np.ndarra
     """
     from matplotlib import colormaps
 
-    scaled = np.minimum(np.asarray(shares, dtype=float) / max(top, 1e-12), 1.0)
-    return colormaps[COLOUR_MAP](0.05 + 0.9 * scaled)
+    scaled = np.asarray(shares, dtype=float) / max(top, 1e-12)
+    if signed:
+        return colormaps[SIGNED_COLOUR_MAP](0.5 + 0.5 * np.clip(scaled, -1.0, 1.0))
+    return colormaps[COLOUR_MAP](0.05 + 0.9 * np.minimum(scaled, 1.0))
 
 
 def plot_token_attention(
@@ -131,6 +137,7 @@ def plot_token_attention(
     caption: str,
     top_words: Sequence[tuple[str, float, int]],
     width: float = 11.0,
+    signed: bool = False,
 ) -> Path:
     """Write a PNG: the predicted label, the review's tokens shaded by the attention they
     receive, a colour bar, and the most attended words as bars.
@@ -143,6 +150,8 @@ def plot_token_attention(
         caption: what the picture shows, under the title.
         top_words: ``(word, share, times)`` for the bar chart, most attended first.
         width: figure width in inches; the height follows the length of the review.
+        signed: ``shares`` are signed contributions to the log-odds of positive (``bow``),
+            shaded red to blue, and ``top_words`` ranks them by size.
 
     Returns:
         The path written.
@@ -211,8 +220,9 @@ def plot_token_attention(
         va="top",
         parse_math=False,
     )
-    top_share = float(np.max(shares)) if len(shares) else 1.0
-    colours = token_colours(shares, top_share)
+    magnitudes = np.abs(shares) if signed else np.asarray(shares)
+    top_share = float(np.max(magnitudes)) if len(shares) else 1.0
+    colours = token_colours(shares, top_share, signed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for (px, prow), token, known, rgba, share in zip(
@@ -220,7 +230,7 @@ def plot_token_attention(
             tokens,
             in_vocabulary,
             colours,
-            np.asarray(shares) / max(top_share, 1e-12),
+            magnitudes / max(top_share, 1e-12),
             strict=True,
         ):
             figure.text(
@@ -235,9 +245,14 @@ def plot_token_attention(
 
     left = margin / (width * 72)
     cax = figure.add_axes((left, fy(colourbar_top + 12), 0.35, 12 / height))
-    mappable = ScalarMappable(Normalize(0, top_share), COLOUR_MAP)
+    if signed:
+        mappable = ScalarMappable(Normalize(-top_share, top_share), SIGNED_COLOUR_MAP)
+        measure = "contribution to the log-odds of positive"
+    else:
+        mappable = ScalarMappable(Normalize(0, top_share), COLOUR_MAP)
+        measure = "share of the attention the token receives"
     figure.colorbar(mappable, cax=cax, orientation="horizontal")
-    cax.set_xlabel("share of the attention the token receives", fontsize=8.5)
+    cax.set_xlabel(measure, fontsize=8.5)
     cax.tick_params(labelsize=8)
 
     axes = figure.add_axes((left + 0.12, fy(chart_top + chart_height), 0.55, chart_height / height))
@@ -246,10 +261,15 @@ def plot_token_attention(
     positions = np.arange(len(top_words))[::-1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        axes.barh(positions, bars, color=token_colours(bars, top_share), height=0.75)
+        axes.barh(positions, bars, color=token_colours(bars, top_share, signed), height=0.75)
         axes.set_yticks(positions, labels=labels, fontsize=9)
-    axes.set_title(f"Most attended words (of {len(tokens)} tokens)", fontsize=10)
-    axes.set_xlabel("share of the attention received (its most attended occurrence)", fontsize=8.5)
+    if signed:
+        axes.axvline(0, color="#888888", linewidth=0.8)
+        axes.set_title(f"Words that weigh most (of {len(tokens)} tokens)", fontsize=10)
+        axes.set_xlabel(f"{measure} (its largest occurrence)", fontsize=8.5)
+    else:
+        axes.set_title(f"Most attended words (of {len(tokens)} tokens)", fontsize=10)
+        axes.set_xlabel(f"{measure} (its most attended occurrence)", fontsize=8.5)
     axes.tick_params(axis="x", labelsize=8)
     for side in ("top", "right"):
         axes.spines[side].set_visible(False)

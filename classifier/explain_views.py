@@ -1,0 +1,170 @@
+"""What ``classify explain`` shows of an :class:`Explanation`: the caption, the top words,
+the PNG's arguments (:func:`classifier.plots.plot_token_attention`) and the HTML page.
+
+Example:
+    >>> explanation = Explanation("r.txt", ["great", "film"], [True, True],
+    ...     np.array([0.7, 0.3]), 0.93, "positive", "the last layer", 1, 0, "tail")
+    >>> top_words(explanation)
+    [('great', 0.7, 1), ('film', 0.3, 1)]
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from classifier import plots
+
+TOP_WORDS = 15
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The tokens of one review weighted by the attention they receive, and the prediction.
+
+    Attributes:
+        source: where the review came from.
+        tokens: the n words the model saw (standardized, after truncation), in order.
+        in_vocabulary: per token, ``False`` for out-of-vocabulary words (id 1).
+        attention: (n,) attention each token receives (sums to 1); or, when ``signed``, each
+            word's contribution to the log-odds of positive.
+        probability: the model's probability of ``positive``.
+        label: ``positive`` or ``negative`` (probability >= threshold).
+        layer: the attention layer the weights come from, in words.
+        heads: number of heads averaged.
+        dropped_words: words beyond the model's ``sequence_length`` that it never saw.
+        truncate: which end of a long review the model keeps (``tail`` or ``head``).
+        signed: ``attention`` holds signed contributions (a linear model), not shares.
+    """
+
+    source: str
+    tokens: list[str]
+    in_vocabulary: list[bool]
+    attention: np.ndarray
+    probability: float
+    label: str
+    layer: str
+    heads: int
+    dropped_words: int
+    truncate: str
+    signed: bool = False
+
+
+def caption(explanation: Explanation) -> str:
+    """The caption under the label: what was seen, and what the colour means."""
+    n = len(explanation.tokens)
+    kept = "last" if explanation.truncate == "tail" else "first"
+    dropped = (
+        f"; the model only saw the {kept} {n} words ({explanation.dropped_words:,} more dropped)"
+        if explanation.dropped_words
+        else ""
+    )
+    if explanation.signed:
+        return (
+            f"{explanation.source}: {n} tokens{dropped}. Colour: each word's contribution to the "
+            f"log-odds of positive in {explanation.layer} (weight x TF-IDF value, with half of "
+            "each word pair it is in): blue towards positive, red towards negative."
+            " Italic: not in the vocabulary."
+        )
+    return (
+        f"{explanation.source}: {n} tokens{dropped}. Colour: the attention each token receives "
+        f"in {explanation.layer} (mean over {explanation.heads} head"
+        f"{'s' if explanation.heads != 1 else ''} and all {n} query positions)."
+        " Italic: not in the vocabulary."
+    )
+
+
+def top_words(explanation: Explanation, count: int = TOP_WORDS) -> list[tuple[str, float, int]]:
+    """The most attended words (the largest contributions, by size, when signed), each with
+    its largest occurrence and how often it occurs: ``(word, share, times)``."""
+    best: dict[str, float] = {}
+    times: dict[str, int] = {}
+    for token, share in zip(explanation.tokens, explanation.attention, strict=True):
+        if token not in best or abs(share) > abs(best[token]):
+            best[token] = float(share)
+        times[token] = times.get(token, 0) + 1
+    ranked = sorted(best.items(), key=lambda item: -abs(item[1]))[:count]
+    return [(word, share, times[word]) for word, share in ranked]
+
+
+def figure_arguments(explanation: Explanation) -> dict:
+    """The keyword arguments of :func:`classifier.plots.plot_token_attention` (all but path)."""
+    return {
+        "tokens": explanation.tokens,
+        "in_vocabulary": explanation.in_vocabulary,
+        "shares": explanation.attention,
+        "label": explanation.label,
+        "probability": explanation.probability,
+        "caption": caption(explanation),
+        "top_words": top_words(explanation),
+        "signed": explanation.signed,
+    }
+
+
+def write_html(path: str | Path, explanation: Explanation) -> Path:
+    """Write a self-contained HTML page (inline CSS, no scripts or links): the label, the
+    tokens shaded by the attention they receive (hover for the number) and the top words."""
+    signed = explanation.signed
+    sizes = np.abs(explanation.attention) if signed else explanation.attention
+    top = float(sizes.max()) if explanation.attention.size else 1.0
+    colours = plots.token_colours(explanation.attention, top, signed)
+    spans = []
+    for token, known, rgba, share in zip(
+        explanation.tokens, explanation.in_vocabulary, colours, explanation.attention, strict=True
+    ):
+        red, green, blue = (int(round(255 * c)) for c in rgba[:3])
+        ink = "#fff" if abs(share) / max(top, 1e-12) > 0.65 else "#000"
+        style = f"background:rgb({red},{green},{blue});color:{ink}"
+        if not known:
+            style += ";font-style:italic"
+        spans.append(
+            f'<span class="t" style="{style}" title="{share:.4f}">{html.escape(token)}</span>'
+        )
+    ranked = top_words(explanation)
+    widest = max((abs(share) for _, share, _ in ranked), default=1.0)
+    rows = "\n".join(
+        f"<tr><td>{html.escape(word)}</td><td>{times}</td><td>{share:.4f}</td>"
+        f'<td><div class="bar" style="width:{300 * abs(share) / max(widest, 1e-12):.0f}px;'
+        f'background:{"#2166ac" if share >= 0 or not signed else "#b2182b"}"></div>'
+        "</td></tr>"
+        for word, share, times in ranked
+    )
+    if signed:
+        legend = ("rgb(103,0,31), rgb(247,247,247), rgb(5,48,97)", "negative", "positive")
+        heading, column = "Words that weigh most", "largest contribution"
+    else:
+        legend = ("rgb(254,237,222), rgb(127,39,4)", "least", "most attention")
+        heading, column = "Most attended words", "largest share"
+    colour = plots.LABEL_COLOURS.get(explanation.label, "black")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{html.escape(explanation.source)}: {explanation.label}</title>
+<style>
+body {{ font-family: sans-serif; max-width: 60rem; margin: 2rem auto; line-height: 2.1; }}
+h1 {{ color: {colour}; margin-bottom: 0; }}
+.caption {{ color: #444; font-size: 0.85rem; line-height: 1.4; }}
+.t {{ padding: 0.1rem 0.2rem; border-radius: 0.25rem; }}
+.bar {{ background: #e8590c; height: 0.8rem; }}
+table {{ border-collapse: collapse; line-height: 1.4; font-size: 0.9rem; }}
+td, th {{ padding: 0.1rem 0.6rem; text-align: left; }}
+.legend {{ display: inline-block; width: 12rem; height: 0.8rem; vertical-align: middle;
+  background: linear-gradient(to right, {legend[0]}); }}
+</style></head><body>
+<h1>Predicted: {explanation.label}</h1>
+<p>P(positive) = {explanation.probability:.3f}</p>
+<p class="caption">{html.escape(caption(explanation))}<br>
+{legend[1]} <span class="legend"></span> {legend[2]} (hover a word for its number)</p>
+<p>{" ".join(spans)}</p>
+<h2>{heading}</h2>
+<table><tr><th>word</th><th>times</th><th>{column}</th><th></th></tr>
+{rows}
+</table>
+</body></html>
+"""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path

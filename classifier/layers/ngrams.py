@@ -1,0 +1,137 @@
+"""A bag of word 1-2-grams with TF-IDF weights and a linear map: logistic regression on ids.
+
+:class:`BagOfNgrams` takes the token ids every classifier takes (0 = padding, 1 = OOV) and
+computes, per review, the scikit-learn ``TfidfVectorizer(ngram_range=(1, 2), binary=True)``
+representation times a weight matrix:
+
+- features: every unigram id ``u`` (``0 < u < vocab_size``) and every pair of neighbouring
+  real tokens ``(a, b)`` hashed to ``vocab_size + (a * vocab_size + b) mod buckets``;
+- a feature counts once however often it occurs (binary), times its inverse document
+  frequency ``idf = ln((1 + n) / (1 + df)) + 1`` (scikit-learn's smooth idf) over the n training
+  reviews (:func:`document_frequencies`, set with :meth:`BagOfNgrams.set_idf`);
+- the vector is L2-normalised, then multiplied by ``kernel`` (features x outputs) plus ``bias``.
+
+No dense (B, features) vector is ever built: the ids of a review are sorted, a feature is
+present where it differs from its left neighbour, and the kernel rows are gathered. Every op
+is a plain ``keras.ops`` one, so the layer exports to LiteRT like the attention variants.
+
+Example:
+    >>> layer = BagOfNgrams(vocab_size=10, buckets=16, outputs=2)
+    >>> ids = np.array([[3, 4, 3, 0]])
+    >>> ops.convert_to_numpy(sorted_features(ids, 10, 16)).tolist()  # (3 4): 10 + 34 % 16; (4 3): 10 + 43 % 16
+    [[0, 0, 3, 3, 4, 12, 21]]
+    >>> tuple(layer(ids).shape)
+    (1, 2)
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+from keras import ops
+
+
+def ngram_features(token_ids, vocab_size: int, buckets: int):
+    """(B, 2T - 1) feature ids of each review: its T unigrams, then its T - 1 hashed bigrams;
+    0 where there is none (padding, or a pair that touches padding)."""
+    ids = ops.cast(token_ids, "int64")
+    left, right = ids[:, :-1], ids[:, 1:]
+    hashed = vocab_size + ops.mod(left * vocab_size + right, buckets)
+    real_pair = ops.logical_and(ops.greater(left, 0), ops.greater(right, 0))
+    bigrams = ops.where(real_pair, hashed, ops.zeros_like(hashed))
+    return ops.concatenate([ids, bigrams], axis=1)
+
+
+def sorted_features(token_ids, vocab_size: int, buckets: int):
+    """:func:`ngram_features`, sorted ascending per review (padding zeros first)."""
+    return ops.sort(ngram_features(token_ids, vocab_size, buckets), axis=-1)
+
+
+def first_occurrences(features):
+    """(B, F) 1.0 where a sorted feature is real and differs from its left neighbour, else 0."""
+    previous = ops.pad(features[:, :-1], [[0, 0], [1, 0]])  # a 0 before the first
+    keep = ops.logical_and(ops.not_equal(features, previous), ops.greater(features, 0))
+    return ops.cast(keep, "float32")
+
+
+def document_frequencies(id_batches, vocab_size: int, buckets: int) -> tuple[np.ndarray, int]:
+    """In how many reviews each feature occurs, over batches of (B, T) token ids; and the number
+    of reviews."""
+    counts = np.zeros(vocab_size + buckets, dtype=np.int64)
+    reviews = 0
+    for ids in id_batches:
+        features = sorted_features(ids, vocab_size, buckets)
+        present = ops.convert_to_numpy(first_occurrences(features)) > 0
+        counts += np.bincount(ops.convert_to_numpy(features)[present], minlength=counts.size)
+        reviews += int(present.shape[0])
+    return counts, reviews
+
+
+def smooth_idf(frequencies: np.ndarray, reviews: int) -> np.ndarray:
+    """scikit-learn's ``ln((1 + n) / (1 + df)) + 1``, 0 for feature 0 (padding).
+
+    Example:
+        >>> [round(float(x), 3) for x in smooth_idf(np.array([0, 1, 3]), 3)]
+        [0.0, 1.693, 1.0]
+    """
+    idf = np.log((1.0 + reviews) / (1.0 + frequencies)) + 1.0
+    idf[0] = 0.0
+    return idf.astype(np.float32)
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class BagOfNgrams(keras.layers.Layer):
+    """Token ids (B, T) to ``normalize(tfidf(ids)) @ kernel + bias`` (B, outputs).
+
+    Args:
+        vocab_size: number of token ids (the vectorizer's vocabulary, padding and OOV included).
+        buckets: number of hashed bigram features.
+        outputs: columns of the linear map.
+        l2: L2 penalty on the kernel (added to the loss, as logistic regression's ``1 / 2Cn``).
+    """
+
+    def __init__(self, vocab_size: int, buckets: int, outputs: int, l2: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size, self.buckets, self.outputs, self.l2 = vocab_size, buckets, outputs, l2
+
+    def build(self, input_shape) -> None:
+        features = self.vocab_size + self.buckets
+        self.idf = self.add_weight(
+            shape=(features,), initializer="zeros", trainable=False, name="idf"
+        )
+        self.kernel = self.add_weight(
+            shape=(features, self.outputs),
+            initializer="zeros",  # a logistic regression starts at 0; the problem is convex
+            regularizer=keras.regularizers.L2(self.l2) if self.l2 else None,
+            name="kernel",
+        )
+        self.bias = self.add_weight(shape=(self.outputs,), initializer="zeros", name="bias")
+
+    def set_idf(self, frequencies: np.ndarray, reviews: int) -> None:
+        """Set the idf weights from document frequencies over ``reviews`` training reviews."""
+        self.idf.assign(smooth_idf(frequencies, reviews))
+
+    def feature_values(self, token_ids):
+        """``(features (B, F), values (B, F))``: sorted feature ids and their normalised
+        TF-IDF value (0 for repeats and padding); what :meth:`call` multiplies by the kernel."""
+        features = sorted_features(token_ids, self.vocab_size, self.buckets)
+        values = first_occurrences(features) * ops.take(self.idf, features, axis=0)
+        norm = ops.sqrt(ops.sum(ops.square(values), axis=-1, keepdims=True))
+        return features, values / ops.maximum(norm, 1e-12)
+
+    def call(self, token_ids):
+        features, values = self.feature_values(token_ids)
+        rows = ops.take(self.kernel, features, axis=0)  # (B, F, outputs)
+        return ops.sum(rows * ops.expand_dims(values, -1), axis=1) + self.bias
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.outputs)
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "buckets": self.buckets,
+            "outputs": self.outputs,
+            "l2": self.l2,
+        }

@@ -81,8 +81,8 @@ class DataConfig:
     train_size: int = 15_000  # first reviews of the TFDS train split
     val_size: int = 10_000  # the next reviews of the train split
     test_size: int | None = None  # None: all 25,000 test reviews
-    vocab_size: int = 10_000
-    sequence_length: int = 256
+    vocab_size: int = 20_000
+    sequence_length: int = 512  # the 90th-percentile review has 455 words
     truncate: str = "tail"  # which end of a long review to keep: head | tail
     batch_size: int = 64  # 512 (the reference) learns far slower per epoch; see README
     bucket_by_length: bool = True  # batch reviews of similar length, padded to the longest only
@@ -113,7 +113,7 @@ class TrainConfig:
     learning_rate: float = 1e-3
     seed: int = 42
     early_stopping_patience: int | None = 3  # None: train all epochs; the best is kept
-    refit: bool = False  # then train afresh on train + validation for the best epoch count
+    refit: bool = True  # then train afresh on train + validation for the best epoch count
     registered_model: str = "imdb-sentiment"
 
 

@@ -118,6 +118,7 @@ def fixture_data_overrides(data_dir, batch_size: int = 16) -> list[str]:
         "data.vocab_size=64",
         "data.sequence_length=24",
         f"data.batch_size={batch_size}",
+        "train.refit=false",  # tests/test_refit.py covers the refit
     ]
 
 

@@ -260,7 +260,7 @@ def test_only_float_keys_read_number_text(override, message):
         ("data.vocab_size=1000000000000", "data.vocab_size=1000000000000 exceeds 1,000,000"),
         ("data.batch_size=1000000000000", "data.batch_size=1000000000000 exceeds 1,000,000"),
         ("model.num_layers=1000000", "model.num_layers=1000000 exceeds 1,000"),
-        ("model.embed_dim=1000000", "data.vocab_size=10000 x model.embed_dim=1000000 gives"),
+        ("model.embed_dim=1000000", "data.vocab_size=20000 x model.embed_dim=1000000 gives"),
         (
             "model.embed_dim=60000",  # the embedding fits; one 60,000 x 60,000 projection does not
             "model.embed_dim=60000 x model.embed_dim=60000 gives",

@@ -49,9 +49,12 @@ def refit(
 ) -> tuple[keras.Model, ReviewVectorizer, Datasets]:
     """``train.refit``: a fresh model (same seed) trained on the training and validation
     reviews together for ``epochs`` (the best epoch count the validation reviews chose), with a
-    vocabulary adapted on all of them; its per-epoch metrics are appended to ``history``. Each epoch logs ``refit_train_loss``, ``refit_train_accuracy`` and
-    ``refit_epoch_time_s``. Returns ``(model, vectorizer, datasets)``; the datasets'
-    validation split is no longer held out, so nothing may be chosen on it."""
+    vocabulary adapted on all of them.
+
+    Each epoch logs ``refit_train_loss``, ``refit_train_accuracy`` and ``refit_epoch_time_s``
+    (steps from 1; a refit redone after ``--resume`` logs them again from step 1) and appends
+    them to ``history``. Returns ``(model, vectorizer, datasets)``; the datasets' validation
+    split is no longer held out, so nothing may be chosen on it."""
     keras.utils.set_random_seed(cfg.train.seed)
     labelled = raw.train.concatenate(raw.validation)
     reviews = int(labelled.cardinality())

@@ -35,6 +35,7 @@ def spec_tree(fixture_data_dir: Path, **changes) -> dict:
             "train.early_stopping_patience": None,
             "train.learning_rate": 0.01,
             "train.registered_model": REGISTERED,
+            "train.refit": False,  # tests/test_refit.py covers the refit
         },
         "points": [
             {"model.variant": "attention"},

@@ -91,9 +91,6 @@ class MaskedLMHead(keras.layers.Layer):
         logits = ops.matmul(x, ops.transpose(table)) + ops.cast(self.bias, x.dtype)
         return ops.cast(logits, "float32")
 
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], None, self.vocab_size)
-
     def get_config(self) -> dict[str, Any]:
         config = super().get_config()
         config.update(

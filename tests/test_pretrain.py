@@ -11,6 +11,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pytest
+import tensorflow as tf
 from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
@@ -239,3 +240,34 @@ def test_pretrain_command_errors_are_one_line(store):
         2,
         "classify: error: pretrain.objective='bert' is not one of mlm, span\n",
     )
+
+
+def test_pipelines_mask_afresh_each_epoch_but_hold_out_fixed_masks(fixture_data_dir):
+    from classifier.pretrain_data import (
+        _with_seeds,
+        load_texts,
+        make_pretrain_datasets,
+        pretrain_vectorizer,
+    )
+
+    cfg = load_config(None, overrides(fixture_data_dir))
+    texts = load_texts(cfg)
+    assert texts.sizes == {"unlabelled": 8, "labelled": 120, "held_out": 2}
+    vectorizer = pretrain_vectorizer(cfg, texts.train)
+    data = make_pretrain_datasets(cfg, texts, vectorizer)
+    mask_id = len(vectorizer.get_vocabulary()) - 1
+
+    def epoch(dataset) -> list[np.ndarray]:
+        return [ids.numpy() for (ids, _), _, _ in dataset]
+
+    first, second = epoch(data.train), epoch(data.train)
+    assert sum(len(ids) for ids in first) == 128  # every pretraining review once per epoch
+    assert sum(np.sum(ids == mask_id) for ids in first) > 0
+    assert not all(np.array_equal(a, b) for a, b in zip(first, second, strict=True))
+    held = [epoch(data.held_out) for _ in range(2)]
+    assert all(np.array_equal(a, b) for a, b in zip(*held, strict=True))
+    # The mask seeds: new ones each pass for training, the same ones for the held-out reviews.
+    for fresh in (True, False):
+        seeds = _with_seeds(tf.data.Dataset.range(4), 1, fresh)
+        passes = [[int(r) for _, r in seeds] for _ in range(2)]
+        assert (passes[0] != passes[1]) is fresh

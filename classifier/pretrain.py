@@ -47,12 +47,11 @@ from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
 from classifier.models.pretraining import MaskedLanguageModel, encoder_of, span_transformer
 from classifier.pretrain_data import load_texts, make_pretrain_datasets, pretrain_vectorizer
-from classifier.resume import load_resume_state, log_missing_metrics
+from classifier.resume import PRETRAIN_TAG, load_resume_state, log_missing_metrics
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 from classifier.train import TrainingInterrupted, quiet_libraries
 
 CHECKPOINT_DIR = "checkpoint"
-OBJECTIVE_TAG = "pretrain_objective"
 #: What the curves show: (history prefix, legend label) and the metrics, one panel each.
 CURVES = {
     "splits": (("train", "training"), ("heldout", "held-out reviews")),
@@ -110,7 +109,7 @@ def pretrain(
 
 def _pretrain(cfg, resume, echo, workdir: Path) -> PretrainResult:
     if resume:
-        cfg, checkpoint = load_resume_state(resume, workdir, CHECKPOINT_DIR)
+        cfg, checkpoint = load_resume_state(resume, workdir, CHECKPOINT_DIR, pretraining=True)
     elif cfg is None:
         raise ValueError("pretrain() needs a config or a run to resume")
     else:
@@ -242,7 +241,7 @@ def _log_run_inputs(cfg: Config, sizes: dict[str, int], vectorizer) -> None:
     mlflow.log_params({f"pretrain.{name}_reviews": size for name, size in sizes.items()})
     mlflow.set_tags(
         {
-            OBJECTIVE_TAG: cfg.pretrain.objective,
+            PRETRAIN_TAG: cfg.pretrain.objective,
             "git_commit": git_commit(),
             CONFIG_HASH_TAG: cfg.config_hash(),
         }

@@ -17,19 +17,27 @@ import yaml
 from classifier.config import Config, from_dict
 from classifier.errors import ResumeError
 
+PRETRAIN_TAG = "pretrain_objective"  # on every pretraining run (and on no training run)
+
 
 def load_resume_state(
-    run_id: str, workdir: Path, checkpoint_dir: str
+    run_id: str, workdir: Path, checkpoint_dir: str, pretraining: bool = False
 ) -> tuple[Config, Path | None]:
     """The run's config and its downloaded checkpoint folder (None when no epoch had ended).
 
     Raises:
-        ResumeError: the run finished, or has no ``config.yaml``.
+        ResumeError: the run finished, has no ``config.yaml``, or is a pretraining run when
+            ``pretraining`` is False (a training run when it is True).
     """
     client = mlflow.tracking.MlflowClient()
     run = client.get_run(run_id)  # it exists: leases.claimed checked
     if run.info.status == "FINISHED":
         raise ResumeError(f"run {run_id} already finished; nothing to resume")
+    if (PRETRAIN_TAG in run.data.tags) != pretraining:
+        kind, command = ("training", "train") if pretraining else ("pretraining", "pretrain")
+        raise ResumeError(
+            f"run {run_id} is a {kind} run; continue it with: classify {command} --resume {run_id}"
+        )
     names = {a.path for a in client.list_artifacts(run_id)}
     if "config.yaml" not in names:
         raise ResumeError(f"run {run_id} has no config.yaml artefact; it cannot be resumed")

@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from classifier.cli import cli
 from classifier.config import ConfigError, load_config
 from classifier.encoder_artifact import INIT_FROM_TAG, load_encoder, pretrained_encoder
-from classifier.errors import ModelError
+from classifier.errors import ModelError, ResumeError
 from classifier.pretrain import PretrainingInterrupted, pretrain
 from classifier.refit import new_model
 from classifier.train import train
@@ -218,6 +218,10 @@ def test_a_stopped_pretraining_resumes_with_contiguous_metrics(pretrained, fixtu
     assert json.loads(Path(progress).read_text())["epoch"] == 1
     assert all(steps(run_id, name) == [1] for name in METRICS)
 
+    with pytest.raises(
+        ResumeError, match=f"continue it with: classify pretrain --resume {run_id}$"
+    ):
+        train(resume=run_id)  # a pretraining run is not resumed as a training run
     resumed: list[str] = []
     result = pretrain(resume=run_id, echo=resumed.append)
     assert result.run_id == run_id and resumed[0].endswith("resuming after epoch 1")

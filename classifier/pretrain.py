@@ -52,6 +52,17 @@ from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_expe
 from classifier.train import TrainingInterrupted, quiet_libraries
 
 CHECKPOINT_DIR = "checkpoint"
+#: The model.* keys that shape the encoder (written into encoder.json).
+ENCODER_KEYS = (
+    "embed_dim",
+    "num_heads",
+    "ff_dim",
+    "num_layers",
+    "dropout",
+    "position",
+    "scale_embeddings",
+    "norm_first",
+)
 #: What the curves show: (history prefix, legend label) and the metrics, one panel each.
 CURVES = {
     "splits": (("train", "training"), ("heldout", "held-out reviews")),
@@ -259,7 +270,7 @@ def _finish(cfg: Config, model, vectorizer, progress, workdir: Path, run_id: str
         "vocab_size": cfg.data.vocab_size,
         "sequence_length": cfg.data.sequence_length,
         "truncate": cfg.data.truncate,
-        "model": {k: v for k, v in vars(cfg.model).items() if k not in ("variant", "init_from")},
+        "model": {key: getattr(cfg.model, key) for key in ENCODER_KEYS},
         "run_id": run_id,
     }
     folder = write_encoder(encoder, vectorizer.get_vocabulary(), workdir / ENCODER_DIR, info)

@@ -34,7 +34,7 @@ from classifier.data import ReviewVectorizer, build_vectorizer, vectorize
 from classifier.errors import ConfigError
 from classifier.imdb_source import check_sizes, resolve_data_dir, split_sizes, tfds_load
 from classifier.masking import mlm_mask, span_batch
-from classifier.pretrain_config import START_TOKEN, reserved_tokens
+from classifier.pretrain_config import IMDB_UNLABELLED_REVIEWS, START_TOKEN, reserved_tokens
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class PretrainDatasets:
     held_out: tf.data.Dataset
 
 
-def text_specs(cfg: Config, unlabelled_available: int = 50_000) -> dict[str, str]:
+def text_specs(cfg: Config, unlabelled_available: int = IMDB_UNLABELLED_REVIEWS) -> dict[str, str]:
     """TFDS split strings of the pretraining text.
 
     Example:
@@ -81,12 +81,15 @@ def load_texts(cfg: Config) -> PretrainTexts:
     check_sizes(cfg.data, sizes)
     available = sizes["unsupervised"]
     wanted = cfg.pretrain.unlabelled_size or available
-    if wanted > available or cfg.pretrain.held_out >= wanted:
-        where = resolve_data_dir(cfg.data)[0]
+    where = (
+        f"the {available:,} reviews of the unsupervised split in {resolve_data_dir(cfg.data)[0]}"
+    )
+    if wanted > available:
+        raise ConfigError(f"pretrain.unlabelled_size={wanted} exceeds {where}")
+    if cfg.pretrain.held_out >= wanted:
         raise ConfigError(
-            f"pretrain.unlabelled_size={cfg.pretrain.unlabelled_size} with "
-            f"pretrain.held_out={cfg.pretrain.held_out} does not fit the {available:,} reviews "
-            f"of the unsupervised split in {where}"
+            f"pretrain.held_out={cfg.pretrain.held_out} leaves no unlabelled review to "
+            f"pretrain on, of {where}"
         )
     specs = text_specs(cfg, available)
     unlabelled, held_out, labelled = tfds_load(list(specs.values()), cfg.data, as_supervised=True)

@@ -233,6 +233,17 @@ def test_a_stopped_pretraining_resumes_with_contiguous_metrics(pretrained, fixtu
     assert [v.run_id for v in versions] == [run_id]  # registered once
 
 
+def test_more_held_out_reviews_than_the_copy_holds_is_one_line(store, fixture_data_dir):
+    sets = [*fixture_data_overrides(fixture_data_dir), "model.num_layers=1"]  # held_out: 1,000
+    result = CliRunner().invoke(cli, ["pretrain", *[a for s in sets for a in ("--set", s)]])
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        "classify: error: pretrain.held_out=1000 leaves no unlabelled review to pretrain on, of "
+        "the 10 reviews of the unsupervised split in "
+    )
+    assert result.output.count("\n") == 1
+
+
 def test_pretrain_command_errors_are_one_line(store):
     result = CliRunner().invoke(cli, ["pretrain", "--resume", "abc", "--set", "pretrain.epochs=2"])
     assert result.exit_code == 2

@@ -13,7 +13,7 @@ ifneq ($(wildcard ../shared/tensorflow_datasets),)
 export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
 endif
 
-.PHONY: help install train test lint format sweep ui predict bench clean
+.PHONY: help install train pretrain test lint format sweep ui predict bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,11 @@ install: $(STAMP) ## Create .venv and install the package with its dev tools
 
 train: $(STAMP) ## Train the default model on the full IMDB data (CONFIG=configs/default.yaml)
 	$(BIN)/classify train --config $(CONFIG)
+
+PRETRAIN_CONFIG ?= configs/pretrain.yaml
+
+pretrain: $(STAMP) ## Pretrain the encoder on the unlabelled reviews (PRETRAIN_CONFIG=configs/pretrain.yaml)
+	$(BIN)/classify pretrain --config $(PRETRAIN_CONFIG)
 
 test: $(STAMP) ## Run the tests, real-data tests included
 	$(BIN)/python -m pytest

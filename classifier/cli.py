@@ -7,71 +7,25 @@ code 2, never a traceback; both are checked before the slow imports (TensorFlow)
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable
 
 import click
 
-from classifier.config import Config, load_config
+from classifier.cli_options import (  # noqa: F401 - RUN_ID and friends were defined here
+    NOT_A_RUN_ID,
+    RUN_ID,
+    ClassifyGroup,
+    checked,
+    config_options,
+    exit_130_when_interrupted,
+    model_option,
+    resolve_config,
+    resumable_config,
+    resume_option,
+)
+from classifier.config import Config
 from classifier.errors import UserError
 from classifier.startup import import_tensorflow, reach_store
-
-RUN_ID = re.compile("[0-9a-f]{32}")  # an MLflow run id
-NOT_A_RUN_ID = "{!r} is not an MLflow run id (32 lowercase hex digits)"
-
-
-class ClassifyGroup(click.Group):
-    """A click group that turns a :class:`~classifier.errors.UserError` into one line on stderr
-    and its exit code (2); anything else is a bug and keeps its traceback."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UserError as error:
-            click.echo(f"classify: error: {error}", err=True)
-            ctx.exit(error.exit_code)
-
-
-def checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """A usage error for an empty value (what a script passes for an unset variable)."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("must not be empty")
-    return value
-
-
-def config_options(command: Callable) -> Callable:
-    """``--config``, ``--set`` and ``--data-dir``: shared by every command that reads a config."""
-    command = click.option(
-        "--data-dir",
-        type=click.Path(file_okay=False),
-        callback=checked,
-        help="TFDS data directory (default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).",
-    )(command)
-    command = click.option(
-        "--set",
-        "overrides",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Override a config value, e.g. --set model.num_heads=4 (repeatable).",
-    )(command)
-    return click.option(
-        "--config",
-        "config_path",
-        type=click.Path(dir_okay=False),
-        callback=checked,
-        help="YAML config (default: the built-in defaults, as in configs/default.yaml).",
-    )(command)
-
-
-def resolve_config(
-    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None
-) -> Config:
-    """Load the config, apply ``--set`` overrides and ``--data-dir``."""
-    config = load_config(config_path, overrides)
-    if data_dir:
-        config.data.data_dir = data_dir
-    return config
 
 
 @click.group(cls=ClassifyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,11 +63,7 @@ def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | No
 
 @cli.command()
 @config_options
-@click.option(
-    "--resume",
-    metavar="RUN_ID",
-    help="Continue a KILLED or FAILED run from its last checkpoint (uses the run's own config).",
-)
+@resume_option
 def train(
     config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
 ) -> None:
@@ -121,45 +71,46 @@ def train(
 
     Prints a line per epoch and a summary with the test accuracy and the run id. The model is
     registered as train.registered_model (alias "newest"). Ctrl-C marks the run KILLED and keeps
-    its checkpoint (exit code 130); --resume continues it.
+    its checkpoint (exit code 130); --resume continues it. With model.init_from the encoder
+    variant starts from a pretrained encoder (classify pretrain) and its vocabulary.
 
     \b
     Examples:
       classify train --config configs/default.yaml
       classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
+      classify train --config configs/smoke.yaml --set model.init_from=models:/imdb-encoder@newest
       classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
     """
-    if resume and (config_path or overrides):
-        raise UserError("--resume continues with the run's own config; drop --config and --set")
-    if resume is not None and not RUN_ID.fullmatch(resume):  # '': a script's unset variable
-        raise click.BadParameter(NOT_A_RUN_ID.format(resume), param_hint="'--resume'")
-    cfg = None if resume else resolve_config(config_path, overrides, data_dir)
-    reach_store(absent=resume and f"no run {resume!r}")
-    import_tensorflow()
-    from classifier.interrupts import stop_on_signals
-    from classifier.train import TrainingInterrupted
+    cfg = resumable_config(config_path, overrides, data_dir, resume)
     from classifier.train import train as run_training
 
-    stop_on_signals()
-    try:
-        run_training(cfg, resume=resume, echo=click.echo)
-    except TrainingInterrupted as interrupted:
-        click.echo(str(interrupted), err=True)
-        sys.exit(130)
+    exit_130_when_interrupted(lambda: run_training(cfg, resume=resume, echo=click.echo))
 
 
-def model_option(command: Callable) -> Callable:
-    """``--model``: a saved model or an MLflow model URI; shared by predict and explain."""
-    return click.option(
-        "--model",
-        "model_spec",
-        metavar="PATH|URI",
-        callback=checked,
-        help="A .keras file (or a folder holding one), a run's LiteRT bundle folder, or an MLflow "
-        "URI: models:/NAME@ALIAS, models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. "
-        "Default: the newest version of the registered imdb-sentiment in the tracking store "
-        "($MLFLOW_TRACKING_URI, else mlflow.db in the project root).",
-    )(command)
+@cli.command()
+@config_options
+@resume_option
+def pretrain(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+) -> None:
+    """Pretrain the encoder on unlabelled reviews plus the training portion, and register it.
+
+    pretrain.objective: mlm (masked language model, BERT's masking) or span (T5 span
+    corruption with the encoder-decoder Transformer). Prints a line per epoch with the loss and
+    accuracy on the masked tokens (training, held-out reviews). The encoder is registered as
+    pretrain.registered_model (alias "newest"); model.init_from fine-tunes from it. Ctrl-C marks
+    the run KILLED and keeps its checkpoint (exit code 130); --resume continues it.
+
+    \b
+    Examples:
+      classify pretrain --config configs/pretrain.yaml
+      classify pretrain --config configs/pretrain-smoke.yaml --set pretrain.objective=span
+      classify pretrain --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+    """
+    cfg = resumable_config(config_path, overrides, data_dir, resume)
+    from classifier.pretrain import pretrain as run_pretraining
+
+    exit_130_when_interrupted(lambda: run_pretraining(cfg, resume=resume, echo=click.echo))
 
 
 def _load_model(model_spec: str | None):

@@ -35,6 +35,7 @@ import yaml
 
 from classifier.errors import ConfigError
 from classifier.models import variants
+from classifier.pretrain_config import PretrainConfig, validate_pretrain
 from classifier.yaml_files import YamlLoader, read_config_file
 
 POSITIONS = ("sinusoidal", "learned")
@@ -103,6 +104,7 @@ class ModelConfig:
     norm_first: bool = False  # pre-LN instead of the paper's post-LN
     ngram_buckets: int = 2**20  # hashed word pairs of variant "bow"
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
+    init_from: str | None = None  # variant "encoder": a pretrained encoder (models:/, runs:/, path)
 
 
 @dataclass
@@ -119,12 +121,13 @@ class TrainConfig:
 
 @dataclass
 class Config:
-    """A whole run: the MLflow experiment plus data, model and training settings."""
+    """A whole run: the MLflow experiment plus data, model, training and pretraining settings."""
 
     experiment: str = "imdb-classifier"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as nested plain dicts (what ``configs/*.yaml`` holds)."""
@@ -250,14 +253,26 @@ def validate(config: Config) -> None:
         raise ConfigError(f"model.l2 must not be negative, got {m.l2!r}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
-    if not config.experiment.strip():
-        raise ConfigError("experiment must not be empty")
-    if len(config.experiment) > MAX_EXPERIMENT_NAME:
+    if m.init_from is not None and not m.init_from.strip():
+        raise ConfigError("model.init_from must not be empty (null: no pretrained encoder)")
+    if m.init_from is not None and m.variant != "encoder":
         raise ConfigError(
-            f"experiment is {len(config.experiment)} characters long; MLflow takes at most "
-            f"{MAX_EXPERIMENT_NAME}"
+            f"model.init_from loads a pretrained encoder into variant encoder, not "
+            f"model.variant={m.variant!r}"
         )
+    for key, name in (
+        ("experiment", config.experiment),
+        ("pretrain.experiment", config.pretrain.experiment),
+    ):
+        if not name.strip():
+            raise ConfigError(f"{key} must not be empty")
+        if len(name) > MAX_EXPERIMENT_NAME:
+            raise ConfigError(
+                f"{key} is {len(name)} characters long; MLflow takes at most {MAX_EXPERIMENT_NAME}"
+            )
     _check_model_name("train.registered_model", t.registered_model)
+    _check_model_name("pretrain.registered_model", config.pretrain.registered_model)
+    validate_pretrain(config.pretrain, d.vocab_size, d.sequence_length)
 
 
 def _check_model_name(key: str, name: str) -> None:

@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from classifier.config import Config
 from classifier.data import Datasets, RawSplits, ReviewVectorizer, build_vectorizer, make_datasets
+from classifier.encoder_artifact import PretrainedEncoder
 from classifier.errors import TrainingDiverged
 from classifier.models import variants
 from classifier.models.classifier import build_classifier
@@ -30,10 +31,15 @@ from classifier.models.classifier import build_classifier
 REFIT_TAG = "refit"  # "true" on a run whose registered model was refit on all labelled reviews
 
 
-def new_model(cfg: Config, train_batches: tf.data.Dataset) -> keras.Model:
+def new_model(
+    cfg: Config, train_batches: tf.data.Dataset, encoder: PretrainedEncoder | None = None
+) -> keras.Model:
     """A fresh compiled classifier; a variant that learns from the training reviews before
-    training (``bow``: its idf weights) does so from ``train_batches``."""
+    training (``bow``: its idf weights) does so from ``train_batches``. With ``encoder``
+    (``model.init_from``) its embedding and encoder start from the pretrained weights."""
     model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length)
+    if encoder is not None:
+        encoder.copy_into(model)
     if prepare := variants.get(cfg.model.variant).prepare_function():
         prepare(model, train_batches)
     model.compile(
@@ -45,11 +51,17 @@ def new_model(cfg: Config, train_batches: tf.data.Dataset) -> keras.Model:
 
 
 def refit(
-    cfg: Config, raw: RawSplits, epochs: int, history: dict, echo: Callable[[str], None]
+    cfg: Config,
+    raw: RawSplits,
+    epochs: int,
+    history: dict,
+    echo: Callable[[str], None],
+    encoder: PretrainedEncoder | None = None,
 ) -> tuple[keras.Model, ReviewVectorizer, Datasets]:
     """``train.refit``: a fresh model (same seed) trained on the training and validation
     reviews together for ``epochs`` (the best epoch count the validation reviews chose), with a
-    vocabulary adapted on all of them.
+    vocabulary adapted on all of them (with ``encoder``, the fresh model starts from it again,
+    with its vocabulary).
 
     Each epoch logs ``refit_train_loss``, ``refit_train_accuracy`` and ``refit_epoch_time_s``
     (steps from 1; a refit redone after ``--resume`` logs them again from step 1) and appends
@@ -58,10 +70,10 @@ def refit(
     keras.utils.set_random_seed(cfg.train.seed)
     labelled = raw.train.concatenate(raw.validation)
     reviews = int(labelled.cardinality())
-    vectorizer = build_vectorizer(cfg.data, labelled)
+    vectorizer = encoder.vectorizer(cfg.data) if encoder else build_vectorizer(cfg.data, labelled)
     splits = RawSplits(train=labelled, validation=raw.validation, test=raw.test)
     data = make_datasets(cfg.data, splits, vectorizer, seed=cfg.train.seed)
-    model = new_model(cfg, data.train)
+    model = new_model(cfg, data.train, encoder)
     mlflow.log_param("data.refit_train_reviews", reviews)
     mlflow.set_tag(REFIT_TAG, "true")
     echo(f"refit: a fresh model on all {reviews:,} labelled reviews for {epochs} epochs")

@@ -13,7 +13,9 @@ under ``checkpoint/``, then the epoch's metrics: one unit that no stop signal sp
 SIGTERM and SIGHUP wait for it). A stop marks the run KILLED and a crash marks it FAILED; both
 keep the checkpoint, and ``train(..., resume=run_id)`` continues from it, logging any metric
 of a checkpointed epoch that a hard kill (SIGKILL) kept from the store. A run whose loss
-becomes NaN or infinite stops, is marked FAILED and registers nothing. While a run trains, a
+becomes NaN or infinite stops, is marked FAILED and registers nothing. With ``model.init_from`` the
+``encoder`` variant starts from a pretrained encoder and its vocabulary
+(:mod:`classifier.encoder_artifact`); the run is tagged with the pretraining run. While a run trains, a
 heartbeat (:mod:`classifier.leases`) tells other processes it is live: they cannot resume it.
 
 Example (with the data at hand)::
@@ -42,19 +44,21 @@ import tensorflow as tf
 import yaml
 
 from classifier.calibration import calibrate
-from classifier.config import Config, from_dict
+from classifier.config import Config
 from classifier.data import (
     ReviewVectorizer,
     build_vectorizer,
     load_raw_splits,
     make_datasets,
 )
-from classifier.errors import ResumeError, TrainingDiverged
+from classifier.encoder_artifact import pretrained_encoder
+from classifier.errors import ResumeError, TrainingDiverged  # noqa: F401 - ResumeError: tests
 from classifier.finish import finish_run
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
 from classifier.refit import new_model, refit
+from classifier.resume import load_resume_state, log_missing_metrics
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 
 CHECKPOINT_DIR = "checkpoint"
@@ -63,7 +67,7 @@ CHECKPOINT_DIR = "checkpoint"
 class TrainingInterrupted(Exception):
     """Training was stopped (Ctrl-C, SIGTERM, SIGHUP); the run is KILLED, its checkpoint kept."""
 
-    def __init__(self, run_id: str, epochs_done: int = 1):
+    def __init__(self, run_id: str, epochs_done: int = 1, command: str = "train"):
         kept = (
             "its last checkpoint is kept"
             if epochs_done
@@ -71,7 +75,7 @@ class TrainingInterrupted(Exception):
         )
         super().__init__(
             f"interrupted: run {run_id} marked KILLED, {kept}; "
-            f"continue with: classify train --resume {run_id}"
+            f"continue with: classify {command} --resume {run_id}"
         )
         self.run_id = run_id
 
@@ -132,7 +136,7 @@ def train(
 
 def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
     if resume:
-        cfg, checkpoint = _load_resume_state(resume, workdir)
+        cfg, checkpoint = load_resume_state(resume, workdir, CHECKPOINT_DIR)
     elif cfg is None:
         raise ValueError("train() needs a config or a run to resume")
     else:
@@ -141,11 +145,16 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
     tf.config.experimental.enable_op_determinism()
 
     raw = load_raw_splits(cfg.data)
+    # model.init_from: a pretrained encoder's weights and vocabulary (a resumed run has them in
+    # its checkpoint; only a refit starts from the encoder again).
+    encoder = pretrained_encoder(cfg) if not checkpoint or cfg.train.refit else None
     if checkpoint:
         vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
         vectorizer = ReviewVectorizer(
             cfg.data.vocab_size, cfg.data.sequence_length, cfg.data.truncate, vocabulary
         )
+    elif encoder:
+        vectorizer = encoder.vectorizer(cfg.data)
     else:
         vectorizer = build_vectorizer(cfg.data, raw.train)
     data = make_datasets(cfg.data, raw, vectorizer, seed=cfg.train.seed)
@@ -156,7 +165,7 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
         progress = Progress(**json.loads((checkpoint / "progress.json").read_text()))
         best_weights = checkpoint / "best.weights.h5"
     else:
-        model = new_model(cfg, data.train)
+        model = new_model(cfg, data.train, encoder)
         progress = Progress()
         best_weights = None
 
@@ -172,9 +181,11 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
         run_id = run.info.run_id
         try:
             if resume:
-                _log_missing_metrics(run_id, progress)
+                log_missing_metrics(run_id, progress.history)
             else:
                 _log_run_inputs(cfg, model, sizes, vectorizer)
+                if encoder:
+                    encoder.log_lineage()
             echo(
                 f"run {run_id}: {cfg.model.variant}, {model.count_params():,} parameters, "
                 f"{sizes['train']:,} training / {sizes['validation']:,} validation reviews"
@@ -195,7 +206,7 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
             if cfg.train.refit:  # the temperature of the model chosen on validation reviews
                 temperature = calibrate(model, data.validation)
                 model, vectorizer, data = refit(
-                    cfg, raw, progress.best_epoch, progress.history, echo
+                    cfg, raw, progress.best_epoch, progress.history, echo, encoder
                 )
             result = _evaluate_and_log(
                 cfg, model, vectorizer, data, progress, workdir, run_id, temperature
@@ -286,37 +297,6 @@ class EpochTracker(keras.callbacks.Callback):
         """Load the weights of the best validation epoch into ``model``."""
         if self.best_path.is_file():
             model.load_weights(self.best_path)
-
-
-def _load_resume_state(run_id: str, workdir: Path) -> tuple[Config, Path | None]:
-    client = mlflow.tracking.MlflowClient()
-    run = client.get_run(run_id)  # it exists: leases.claimed checked
-    if run.info.status == "FINISHED":
-        raise ResumeError(f"run {run_id} already finished; nothing to resume")
-    names = {a.path for a in client.list_artifacts(run_id)}
-    if "config.yaml" not in names:
-        raise ResumeError(f"run {run_id} has no config.yaml artefact; it cannot be resumed")
-    config_path = mlflow.artifacts.download_artifacts(
-        run_id=run_id, artifact_path="config.yaml", dst_path=str(workdir)
-    )
-    cfg = from_dict(yaml.safe_load(Path(config_path).read_text()))
-    if CHECKPOINT_DIR not in names:
-        return cfg, None
-    path = mlflow.artifacts.download_artifacts(
-        run_id=run_id, artifact_path=CHECKPOINT_DIR, dst_path=str(workdir / "resumed")
-    )
-    return cfg, Path(path)
-
-
-def _log_missing_metrics(run_id: str, progress: Progress) -> None:
-    """Log the metrics of checkpointed epochs that the store lacks (a SIGKILL can fall between
-    an epoch's checkpoint and its metrics), so that the history stays contiguous."""
-    client = mlflow.tracking.MlflowClient()
-    for name, values in progress.history.items():
-        logged = {metric.step for metric in client.get_metric_history(run_id, name)}
-        for step, value in enumerate(values, start=1):
-            if step not in logged:
-                mlflow.log_metric(name, value, step=step)
 
 
 def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vectorizer) -> None:

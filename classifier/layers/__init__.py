@@ -1,5 +1,5 @@
-"""From-scratch Transformer building blocks, and the bag of n-grams of the ``bow`` baseline
-(Keras 3 layers, ``keras.ops`` only)."""
+"""From-scratch Transformer building blocks, the masked-language-model head of pretraining,
+and the bag of n-grams of the ``bow`` baseline (Keras 3 layers, ``keras.ops`` only)."""
 
 from classifier.layers.attention import (
     MaskedAttention,
@@ -10,6 +10,7 @@ from classifier.layers.attention import (
 from classifier.layers.decoder import Decoder, DecoderLayer
 from classifier.layers.encoder import Encoder, EncoderLayer, TransformerBlock
 from classifier.layers.feed_forward import FeedForward
+from classifier.layers.masked_lm import MaskedLMHead
 from classifier.layers.masks import (
     attention_mask,
     causal_mask,
@@ -40,6 +41,7 @@ __all__ = [
     "LayerNormalization",
     "MaskedAttention",
     "MaskedGlobalAveragePooling1D",
+    "MaskedLMHead",
     "MultiHeadAttention",
     "PositionalEmbedding",
     "SinusoidalPositionalEncoding",

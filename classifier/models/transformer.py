@@ -19,7 +19,7 @@ __all__ = ["Transformer"]
 class Transformer(keras.Model):
     """Encoder-decoder Transformer with a final projection to the target vocabulary.
 
-    ``source -> embed (+ positions, * sqrt(d)) -> dropout -> Encoder`` and
+    ``source -> embed (* sqrt(d), + positions) -> dropout -> Encoder`` and
     ``shifted target -> embed -> dropout -> Decoder(cross-attending to the encoder) -> Dense``.
     Token id 0 is padding in both vocabularies; padding masks are computed from the ids.
 
@@ -34,6 +34,7 @@ class Transformer(keras.Model):
         dropout: dropout rate on embeddings and on every sublayer output.
         norm_first: pre-LN instead of post-LN.
         position: "sinusoidal" (paper), "learned" or None.
+        scale_embeddings: multiply token embeddings by sqrt(d_model), as the paper does.
         activation: activation of the feed-forward sublayers.
         epsilon: epsilon of the layer normalizations.
         **kwargs: base model arguments (``name``, ...).
@@ -75,6 +76,7 @@ class Transformer(keras.Model):
         position: str | None = "sinusoidal",
         activation: Any = "relu",
         epsilon: float = 1e-6,
+        scale_embeddings: bool = True,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -90,6 +92,7 @@ class Transformer(keras.Model):
         self.position = position
         self.activation = keras.activations.get(activation)
         self.epsilon = epsilon
+        self.scale_embeddings = scale_embeddings
 
         policy = self.dtype_policy
         common = {
@@ -107,7 +110,7 @@ class Transformer(keras.Model):
             max_length,
             d_model,
             position=position,
-            scale=True,
+            scale=scale_embeddings,
             name="source_embedding",
             dtype=policy,
         )
@@ -116,7 +119,7 @@ class Transformer(keras.Model):
             max_length,
             d_model,
             position=position,
-            scale=True,
+            scale=scale_embeddings,
             name="target_embedding",
             dtype=policy,
         )
@@ -236,6 +239,7 @@ class Transformer(keras.Model):
                 "position": self.position,
                 "activation": keras.activations.serialize(self.activation),
                 "epsilon": self.epsilon,
+                "scale_embeddings": self.scale_embeddings,
             }
         )
         return config

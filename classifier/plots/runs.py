@@ -12,14 +12,21 @@ from classifier.plots.canvas import save
 
 
 def plot_training_curves(
-    path: str | Path, history: dict[str, Sequence[float]], best_epoch: int | None = None
+    path: str | Path,
+    history: dict[str, Sequence[float]],
+    best_epoch: int | None = None,
+    splits: Sequence[tuple[str, str]] = (("train", "training"), ("val", "validation")),
+    metrics: Sequence[str] = ("loss", "accuracy"),
 ) -> Path:
     """Loss and accuracy per epoch, training and validation side by side.
 
     Args:
         path: PNG file to write.
-        history: ``train_loss``, ``val_loss``, ``train_accuracy``, ``val_accuracy`` per epoch.
+        history: ``train_loss``, ``val_loss``, ``train_accuracy``, ``val_accuracy`` per epoch
+            (``<split>_<metric>`` for other ``splits`` and ``metrics``).
         best_epoch: epoch (from 1) to mark with a vertical line.
+        splits: ``(history prefix, legend label)`` of the two curves of each panel.
+        metrics: one panel each (pretraining: ``loss`` and ``masked_accuracy``).
 
     Example:
         >>> plot_training_curves(tmp / "curves.png", {"train_loss": [0.6, 0.4],
@@ -28,16 +35,16 @@ def plot_training_curves(
         'curves.png'
     """
     figure = Figure(figsize=(10, 4))
-    for index, metric in enumerate(("loss", "accuracy")):
-        axes = figure.add_subplot(1, 2, index + 1)
-        for split, style in (("train", "-o"), ("val", "-s")):
+    for index, metric in enumerate(metrics):
+        axes = figure.add_subplot(1, len(metrics), index + 1)
+        for (split, label), style in zip(splits, ("-o", "-s"), strict=False):
             values = history.get(f"{split}_{metric}", [])
             epochs = np.arange(1, len(values) + 1)
-            axes.plot(epochs, values, style, label="training" if split == "train" else "validation")
+            axes.plot(epochs, values, style, label=label)
         if best_epoch:
             axes.axvline(best_epoch, color="grey", linestyle="--", label=f"best epoch {best_epoch}")
         axes.set_xlabel("epoch")
-        axes.set_title(metric)
+        axes.set_title(metric.replace("_", " "))
         axes.grid(alpha=0.3)
         axes.legend()
     return save(figure, path)

@@ -1,0 +1,283 @@
+"""One pretraining run (``classify pretrain``), tracked in MLflow like a training run.
+
+``pretrain.objective: mlm`` trains the ``encoder`` variant's stack (token embedding, positions,
+:class:`~classifier.layers.Encoder`) as a masked language model with its output projection
+tied to the token embedding (:class:`~classifier.models.pretraining.MaskedLanguageModel`);
+``span`` trains the encoder-decoder :class:`~classifier.models.transformer.Transformer` on
+T5 span corruption and keeps its encoder. The text is :mod:`classifier.pretrain_data`'s:
+unlabelled reviews plus the training portion, never validation or test reviews.
+
+The run (experiment ``pretrain.experiment``) logs the flattened config as params, per epoch
+(``step`` = epoch) ``train_loss``, ``train_masked_accuracy``, ``heldout_loss``,
+``heldout_masked_accuracy`` (loss and accuracy over the predicted tokens only) and
+``epoch_time_s``, then ``train_time_s``; artefacts ``config.yaml``, ``vocabulary.txt``,
+``training_curves.png``, the ``checkpoint/`` of the last epoch and the ``encoder/`` of
+:mod:`classifier.encoder_artifact`, registered as ``pretrain.registered_model`` with the alias
+``newest``. Checkpoints, stop signals, ``--resume`` and heartbeats work as in
+:mod:`classifier.train`.
+
+Example (with the data at hand)::
+
+    result = pretrain(load_config("configs/pretrain-smoke.yaml"))
+    result.history["heldout_masked_accuracy"]  # per epoch
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import keras
+import mlflow
+import tensorflow as tf
+import yaml
+
+from classifier import plots
+from classifier.config import Config
+from classifier.encoder_artifact import ENCODER_DIR, register_encoder, write_encoder
+from classifier.errors import TrainingDiverged
+from classifier.imdb_source import data_source
+from classifier.interrupts import deferred_interrupt
+from classifier.leases import Heartbeat, claimed
+from classifier.models.pretraining import MaskedLanguageModel, encoder_of, span_transformer
+from classifier.pretrain_data import load_texts, make_pretrain_datasets, pretrain_vectorizer
+from classifier.resume import PRETRAIN_TAG, load_resume_state, log_missing_metrics
+from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
+from classifier.train import TrainingInterrupted, quiet_libraries
+
+CHECKPOINT_DIR = "checkpoint"
+#: The model.* keys that shape the encoder (written into encoder.json).
+ENCODER_KEYS = (
+    "embed_dim",
+    "num_heads",
+    "ff_dim",
+    "num_layers",
+    "dropout",
+    "position",
+    "scale_embeddings",
+    "norm_first",
+)
+#: What the curves show: (history prefix, legend label) and the metrics, one panel each.
+CURVES = {
+    "splits": (("train", "training"), ("heldout", "held-out reviews")),
+    "metrics": ("loss", "masked_accuracy"),
+}
+
+
+class PretrainingInterrupted(TrainingInterrupted):
+    """Pretraining was stopped (Ctrl-C, SIGTERM, SIGHUP); the run is KILLED, its checkpoint
+    kept."""
+
+    def __init__(self, run_id: str, epochs_done: int = 1):
+        super().__init__(run_id, epochs_done, command="pretrain")
+
+
+@dataclass
+class PretrainResult:
+    """What a finished pretraining produced."""
+
+    run_id: str
+    epochs_run: int
+    model_version: str
+    history: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class PretrainProgress:
+    """Where pretraining stands; saved with every checkpoint."""
+
+    epoch: int = 0  # completed epochs
+    history: dict[str, list[float]] = field(default_factory=dict)
+
+
+def pretrain(
+    cfg: Config | None = None, resume: str | None = None, echo: Callable[[str], None] = print
+) -> PretrainResult:
+    """Pretrain, log and register one encoder.
+
+    Args:
+        cfg: the resolved config (ignored when resuming: the run's own config is used).
+        resume: id of a KILLED or FAILED pretraining run to continue from its last checkpoint.
+        echo: where progress lines go.
+
+    Raises:
+        PretrainingInterrupted: on Ctrl-C, SIGTERM or SIGHUP (the run is marked KILLED).
+        RunBusy: ``resume`` names a run that another live process trains or resumes.
+        TrainingDiverged: the loss became NaN or infinite (the run is marked FAILED).
+    """
+    configure_tracking()
+    quiet_libraries()
+    held = claimed(resume) if resume else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="classify-pretrain-") as folder, held:
+        return _pretrain(cfg, resume, echo, Path(folder))
+
+
+def _pretrain(cfg, resume, echo, workdir: Path) -> PretrainResult:
+    if resume:
+        cfg, checkpoint = load_resume_state(resume, workdir, CHECKPOINT_DIR, pretraining=True)
+    elif cfg is None:
+        raise ValueError("pretrain() needs a config or a run to resume")
+    else:
+        checkpoint = None
+    keras.utils.set_random_seed(cfg.train.seed)
+    tf.config.experimental.enable_op_determinism()
+
+    texts = load_texts(cfg)
+    if checkpoint:
+        vocabulary = (checkpoint / "vocabulary.txt").read_bytes().decode("utf-8").split("\n")
+        vectorizer = pretrain_vectorizer(cfg, vocabulary=vocabulary)
+        model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
+        progress = PretrainProgress(**json.loads((checkpoint / "progress.json").read_text()))
+    else:
+        vectorizer = pretrain_vectorizer(cfg, texts.train)
+        model = new_pretraining_model(cfg)
+        progress = PretrainProgress()
+    data = make_pretrain_datasets(cfg, texts, vectorizer)
+
+    p = cfg.pretrain
+    ensure_experiment(p.experiment)
+    new_run = {} if resume else {"run_name": f"pretrain-{p.objective}-seed{cfg.train.seed}"}
+    with mlflow.start_run(run_id=resume, **new_run) as run, Heartbeat(run.info.run_id):
+        run_id = run.info.run_id
+        try:
+            if resume:
+                log_missing_metrics(run_id, progress.history)
+            else:
+                _log_run_inputs(cfg, texts.sizes, vectorizer)
+            sizes = texts.sizes
+            echo(
+                f"run {run_id}: pretraining ({p.objective}), "
+                f"{sizes['unlabelled']:,} unlabelled + {sizes['labelled']:,} training reviews, "
+                f"{sizes['held_out']:,} held out"
+                + (f", resuming after epoch {progress.epoch}" if resume else "")
+            )
+            tracker = PretrainTracker(cfg, progress, vectorizer, workdir, echo)
+            model.fit(
+                data.train,
+                validation_data=data.held_out,
+                epochs=p.epochs,
+                initial_epoch=progress.epoch,
+                callbacks=[tracker],
+                shuffle=False,  # the pipeline shuffles, seeded
+                verbose=0,
+            )
+            version = _finish(cfg, model, vectorizer, progress, workdir, run_id)
+        except KeyboardInterrupt:
+            mlflow.end_run(status="KILLED")
+            raise PretrainingInterrupted(run_id, progress.epoch) from None
+    last = {name: values[-1] for name, values in progress.history.items() if values}
+    echo(
+        f"held-out masked-token accuracy {last.get('heldout_masked_accuracy', math.nan):.4f}  "
+        f"loss {last.get('heldout_loss', math.nan):.4f} - run {run_id}, encoder "
+        f"{p.registered_model} v{version.version}"
+    )
+    return PretrainResult(run_id, progress.epoch, str(version.version), progress.history)
+
+
+def new_pretraining_model(cfg: Config) -> keras.Model:
+    """A fresh compiled model for ``pretrain.objective``: the loss is the mean cross-entropy
+    over the predicted tokens (weight 1) and the accuracy is over them only."""
+    size = (cfg.data.vocab_size, cfg.data.sequence_length)
+    if cfg.pretrain.objective == "mlm":
+        model = MaskedLanguageModel.from_model_config(cfg.model, *size)
+    else:
+        model = span_transformer(cfg.model, *size)
+    model.compile(
+        optimizer=keras.optimizers.Adam(cfg.pretrain.learning_rate),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"
+        ),
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="masked_accuracy")],
+    )
+    return model
+
+
+class PretrainTracker(keras.callbacks.Callback):
+    """Per epoch: a progress line, MLflow metrics and a checkpoint logged to ``checkpoint/``,
+    as one unit that no stop signal splits."""
+
+    def __init__(self, cfg, progress, vectorizer, workdir, echo):
+        super().__init__()
+        self.cfg, self.progress, self.echo = cfg, progress, echo
+        self.dir = workdir / CHECKPOINT_DIR
+        self.dir.mkdir(parents=True, exist_ok=True)
+        vocabulary = "\n".join(vectorizer.get_vocabulary())
+        (self.dir / "vocabulary.txt").write_bytes(vocabulary.encode("utf-8"))
+        self._started = 0.0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = time.perf_counter() - self._started
+        number = epoch + 1
+        metrics = {
+            "train_loss": float(logs["loss"]),
+            "train_masked_accuracy": float(logs["masked_accuracy"]),
+            "heldout_loss": float(logs["val_loss"]),
+            "heldout_masked_accuracy": float(logs["val_masked_accuracy"]),
+            "epoch_time_s": seconds,
+        }
+        if not all(math.isfinite(value) for value in metrics.values()):
+            bad = ", ".join(f"{k} {v}" for k, v in metrics.items() if not math.isfinite(v))
+            raise TrainingDiverged(
+                f"pretraining diverged at epoch {number}: {bad}; the run is marked FAILED and "
+                "nothing is registered (try a lower pretrain.learning_rate)"
+            )
+        with deferred_interrupt():  # a stop signal waits until checkpoint and metrics are whole
+            for name, value in metrics.items():
+                self.progress.history.setdefault(name, []).append(value)
+            self.progress.epoch = number
+            self.echo(
+                f"epoch {number:>2}/{self.cfg.pretrain.epochs}  loss {metrics['train_loss']:.4f}  "
+                f"acc {metrics['train_masked_accuracy']:.4f}  held-out loss "
+                f"{metrics['heldout_loss']:.4f}  acc {metrics['heldout_masked_accuracy']:.4f}  "
+                f"{seconds:.1f}s"
+            )
+            self.model.save(self.dir / "last.keras")
+            (self.dir / "progress.json").write_text(json.dumps(vars(self.progress)))
+            mlflow.log_artifacts(str(self.dir), CHECKPOINT_DIR)
+            mlflow.log_metrics(metrics, step=number)
+
+
+def _log_run_inputs(cfg: Config, sizes: dict[str, int], vectorizer) -> None:
+    mlflow.log_params(cfg.flat())
+    mlflow.log_params(data_source(cfg.data))
+    mlflow.log_params({f"pretrain.{name}_reviews": size for name, size in sizes.items()})
+    mlflow.set_tags(
+        {
+            PRETRAIN_TAG: cfg.pretrain.objective,
+            "git_commit": git_commit(),
+            CONFIG_HASH_TAG: cfg.config_hash(),
+        }
+    )
+    mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")
+    mlflow.log_text("\n".join(vectorizer.get_vocabulary()), "vocabulary.txt")
+
+
+def _finish(cfg: Config, model, vectorizer, progress, workdir: Path, run_id: str):
+    """Draw the curves, write the encoder and register it; return the ``ModelVersion``."""
+    encoder = encoder_of(model, cfg.model, cfg.data.sequence_length)
+    info = {
+        "objective": cfg.pretrain.objective,
+        "epochs": progress.epoch,
+        "vocab_size": cfg.data.vocab_size,
+        "sequence_length": cfg.data.sequence_length,
+        "truncate": cfg.data.truncate,
+        "model": {key: getattr(cfg.model, key) for key in ENCODER_KEYS},
+        "run_id": run_id,
+    }
+    folder = write_encoder(encoder, vectorizer.get_vocabulary(), workdir / ENCODER_DIR, info)
+    curves = plots.plot_training_curves(workdir / "training_curves.png", progress.history, **CURVES)
+    with deferred_interrupt():  # registered once, whole, or not at all
+        mlflow.log_artifact(str(curves))
+        mlflow.log_artifacts(str(folder), ENCODER_DIR)
+        version = register_encoder(run_id, cfg.pretrain.registered_model)
+        mlflow.log_metric("train_time_s", float(sum(progress.history.get("epoch_time_s", []))))
+    return version

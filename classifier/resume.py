@@ -1,0 +1,64 @@
+"""What resuming a run needs from MLflow, for training and pretraining alike: the run's own
+config and last checkpoint, and the per-epoch metrics that a hard kill kept from the store.
+
+Example (resuming a run)::
+
+    cfg, checkpoint = load_resume_state(run_id, workdir, "checkpoint")  # checkpoint may be None
+    log_missing_metrics(run_id, progress.history)  # inside the resumed run
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import yaml
+
+from classifier.config import Config, from_dict
+from classifier.errors import ResumeError
+
+PRETRAIN_TAG = "pretrain_objective"  # on every pretraining run (and on no training run)
+
+
+def load_resume_state(
+    run_id: str, workdir: Path, checkpoint_dir: str, pretraining: bool = False
+) -> tuple[Config, Path | None]:
+    """The run's config and its downloaded checkpoint folder (None when no epoch had ended).
+
+    Raises:
+        ResumeError: the run finished, has no ``config.yaml``, or is a pretraining run when
+            ``pretraining`` is False (a training run when it is True).
+    """
+    client = mlflow.tracking.MlflowClient()
+    run = client.get_run(run_id)  # it exists: leases.claimed checked
+    if run.info.status == "FINISHED":
+        raise ResumeError(f"run {run_id} already finished; nothing to resume")
+    if (PRETRAIN_TAG in run.data.tags) != pretraining:
+        kind, command = ("training", "train") if pretraining else ("pretraining", "pretrain")
+        raise ResumeError(
+            f"run {run_id} is a {kind} run; continue it with: classify {command} --resume {run_id}"
+        )
+    names = {a.path for a in client.list_artifacts(run_id)}
+    if "config.yaml" not in names:
+        raise ResumeError(f"run {run_id} has no config.yaml artefact; it cannot be resumed")
+    config_path = mlflow.artifacts.download_artifacts(
+        run_id=run_id, artifact_path="config.yaml", dst_path=str(workdir)
+    )
+    cfg = from_dict(yaml.safe_load(Path(config_path).read_text()))
+    if checkpoint_dir not in names:
+        return cfg, None
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run_id, artifact_path=checkpoint_dir, dst_path=str(workdir / "resumed")
+    )
+    return cfg, Path(path)
+
+
+def log_missing_metrics(run_id: str, history: dict[str, list[float]]) -> None:
+    """Log the metrics of checkpointed epochs that the store lacks (a SIGKILL can fall between
+    an epoch's checkpoint and its metrics), so that the history stays contiguous."""
+    client = mlflow.tracking.MlflowClient()
+    for name, values in history.items():
+        logged = {metric.step for metric in client.get_metric_history(run_id, name)}
+        for step, value in enumerate(values, start=1):
+            if step not in logged:
+                mlflow.log_metric(name, value, step=step)

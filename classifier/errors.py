@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 
 class UserError(Exception):
     """A problem with what the user gave (a config, a file, a run id, a URI) that they can fix.
@@ -38,6 +40,20 @@ class ResumeError(UserError, ValueError):
 
 class TrainingDiverged(UserError):
     """The loss became NaN or infinite; the run is FAILED and nothing is registered."""
+
+    @classmethod
+    def check(cls, metrics: dict[str, float], epoch: int, phase: str = "training") -> None:
+        """Raise one for an epoch whose metrics hold a NaN or an infinity.
+
+        Example:
+            >>> TrainingDiverged.check({"train_loss": 0.3}, epoch=1)  # finite: nothing happens
+        """
+        bad = ", ".join(f"{k} {v}" for k, v in metrics.items() if not math.isfinite(v))
+        if bad:
+            raise cls(
+                f"{phase} diverged at epoch {epoch}: {bad}; the run is marked FAILED and "
+                "nothing is registered (try a lower train.learning_rate)"
+            )
 
 
 class RunBusy(ResumeError):

@@ -13,7 +13,6 @@ Example (inside a training run, after the selection phase)::
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
@@ -104,8 +103,7 @@ class RefitTracker(keras.callbacks.Callback):
             "refit_train_accuracy": float(logs["accuracy"]),
             "refit_epoch_time_s": time.perf_counter() - self._started,
         }
-        if not all(math.isfinite(value) for value in metrics.values()):
-            raise TrainingDiverged(f"the refit diverged at epoch {epoch + 1}: {metrics}")
+        TrainingDiverged.check(metrics, epoch + 1, phase="the refit")
         for name, value in metrics.items():
             self.history.setdefault(name, []).append(value)
         mlflow.log_metrics(metrics, step=epoch + 1)

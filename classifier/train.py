@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import tempfile
 import time
@@ -262,12 +261,7 @@ class EpochTracker(keras.callbacks.Callback):
             "val_accuracy": float(logs["val_accuracy"]),
             "epoch_time_s": seconds,
         }
-        if not all(math.isfinite(value) for value in metrics.values()):
-            bad = ", ".join(f"{k} {v}" for k, v in metrics.items() if not math.isfinite(v))
-            raise TrainingDiverged(
-                f"training diverged at epoch {number}: {bad}; the run is marked FAILED and "
-                "nothing is registered (try a lower train.learning_rate)"
-            )
+        TrainingDiverged.check(metrics, number)
         with deferred_interrupt():  # a stop signal waits until checkpoint and metrics are whole
             progress = self.progress
             for name, value in metrics.items():

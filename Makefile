@@ -36,8 +36,10 @@ PRETRAIN_CONFIG ?= configs/pretrain.yaml
 pretrain: $(STAMP) ## Pretrain the encoder on the unlabelled reviews (PRETRAIN_CONFIG=configs/pretrain.yaml)
 	$(BIN)/classify pretrain --config $(PRETRAIN_CONFIG)
 
-test: $(STAMP) ## Run the tests, real-data tests included
-	$(BIN)/python -m pytest
+TEST_JOBS ?= auto
+
+test: $(STAMP) ## Run the tests, real-data tests included, a worker per core (TEST_JOBS=0: no workers)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
 
 lint: $(STAMP) ## Check lint and formatting with ruff
 	$(BIN)/ruff check .

@@ -180,11 +180,10 @@ def smoke_run(imdb_data_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(store, fixture_data_dir):
-    from classifier.registry import DEFAULT_MODEL_NAME
-    from classifier.train import train
-
     """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment``."""
     from classifier.config import load_config
+    from classifier.registry import DEFAULT_MODEL_NAME
+    from classifier.train import train
 
     cfg = load_config(
         None,

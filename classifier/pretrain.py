@@ -200,7 +200,10 @@ def new_pretraining_model(cfg: Config) -> keras.Model:
 
 class PretrainTracker(keras.callbacks.Callback):
     """Per epoch: a progress line, MLflow metrics and a checkpoint logged to ``checkpoint/``,
-    as one unit that no stop signal splits."""
+    as one unit that no stop signal splits. Within an epoch, a line at most every
+    ``progress_every`` seconds (a full-data epoch takes minutes)."""
+
+    progress_every = 60.0
 
     def __init__(self, cfg, progress, vectorizer, workdir, echo):
         super().__init__()
@@ -209,13 +212,29 @@ class PretrainTracker(keras.callbacks.Callback):
         self.dir.mkdir(parents=True, exist_ok=True)
         vocabulary = "\n".join(vectorizer.get_vocabulary())
         (self.dir / "vocabulary.txt").write_bytes(vocabulary.encode("utf-8"))
-        self._started = 0.0
+        self._started = self._last_line = 0.0
+        self._seen = 0  # batches of this epoch so far
+        self._batches = 0  # of the last whole epoch: the "of about N" of the progress lines
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._started = time.perf_counter()
+        self._started = self._last_line = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._seen = batch + 1
+        now = time.perf_counter()
+        if now - self._last_line < self.progress_every:
+            return
+        self._last_line = now
+        done = f"batch {batch + 1}" + (f" of about {self._batches}" if self._batches else "")
+        loss = float((logs or {}).get("loss", math.nan))
+        self.echo(
+            f"  epoch {self.progress.epoch + 1}/{self.cfg.pretrain.epochs}: {done}, "
+            f"loss {loss:.4f}, {now - self._started:.0f}s"
+        )
 
     def on_epoch_end(self, epoch, logs=None):
         seconds = time.perf_counter() - self._started
+        self._batches = self._seen
         number = epoch + 1
         metrics = {
             "train_loss": float(logs["loss"]),

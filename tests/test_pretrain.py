@@ -189,6 +189,24 @@ def test_span_pretraining_registers_an_encoder_that_fine_tunes(pretrained, fixtu
     )
 
 
+def test_long_epochs_print_progress_lines_between_the_epoch_lines(
+    pretrained, fixture_data_dir, monkeypatch
+):
+    from classifier.pretrain import PretrainTracker
+
+    monkeypatch.setattr(PretrainTracker, "progress_every", 0.0)  # a line after every batch
+    lines: list[str] = []
+    pretrain(load_config(None, overrides(fixture_data_dir)), echo=lines.append)
+    first = [line for line in lines if line.startswith("  epoch 1/2: batch ")]
+    second = [line for line in lines if line.startswith("  epoch 2/2: batch ")]
+    batches = len(first)
+    assert batches > 1 and len(second) == batches
+    assert first[0].startswith("  epoch 1/2: batch 1, loss ")
+    assert second[-1].startswith(f"  epoch 2/2: batch {batches} of about {batches}, loss ")
+    epoch_lines = [line for line in lines if line.startswith("epoch ")]
+    assert lines.index(epoch_lines[0]) == batches + 1  # after the run line and epoch 1's lines
+
+
 def test_a_stopped_pretraining_resumes_with_contiguous_metrics(pretrained, fixture_data_dir):
     cfg = load_config(
         None,

@@ -210,3 +210,26 @@ def test_the_reference_sweep_is_the_reference_configs():
         alone = load_config(f"configs/reference/{point.config.model.variant}.yaml")
         alone.train.seed = point.config.train.seed
         assert point.config == alone
+
+
+SHIPPED = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(path for path in SHIPPED.rglob("*.yaml") if path.parent.name != "sweeps"),
+    ids=lambda path: str(path.relative_to(SHIPPED)),
+)
+def test_every_shipped_config_loads(path):
+    assert isinstance(load_config(path), Config)
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SHIPPED / "sweeps").glob("*.yaml")), ids=lambda path: path.name
+)
+def test_every_shipped_sweep_spec_expands_to_valid_configs(path):
+    from classifier.sweep_spec import expand, load_spec
+
+    points = expand(load_spec(path))
+    assert points and all(isinstance(point.config, Config) for point in points)
+    assert len({point.config.config_hash() for point in points}) == len(points)

@@ -51,7 +51,7 @@ from classifier.data import (
     make_datasets,
 )
 from classifier.encoder_artifact import pretrained_encoder
-from classifier.errors import ResumeError, TrainingDiverged  # noqa: F401 - ResumeError: tests
+from classifier.errors import TrainingDiverged
 from classifier.finish import finish_run
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt

@@ -19,9 +19,9 @@ from mlflow.tracking import MlflowClient
 
 import classifier.train as training
 from classifier.cli import cli
-from classifier.errors import RunBusy
+from classifier.errors import ResumeError, RunBusy, TrainingDiverged
 from classifier.leases import HEARTBEAT_TAG, claimed, is_live
-from classifier.train import ResumeError, TrainingDiverged, train
+from classifier.train import train
 from tests.conftest import fixture_data_overrides
 
 EPOCHS = 8

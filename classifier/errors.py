@@ -42,8 +42,15 @@ class TrainingDiverged(UserError):
     """The loss became NaN or infinite; the run is FAILED and nothing is registered."""
 
     @classmethod
-    def check(cls, metrics: dict[str, float], epoch: int, phase: str = "training") -> None:
-        """Raise one for an epoch whose metrics hold a NaN or an infinity.
+    def check(
+        cls,
+        metrics: dict[str, float],
+        epoch: int,
+        phase: str = "training",
+        learning_rate_key: str = "train.learning_rate",
+    ) -> None:
+        """Raise one for an epoch whose metrics hold a NaN or an infinity; the message names
+        the config key of the learning rate to lower.
 
         Example:
             >>> TrainingDiverged.check({"train_loss": 0.3}, epoch=1)  # finite: nothing happens
@@ -52,7 +59,7 @@ class TrainingDiverged(UserError):
         if bad:
             raise cls(
                 f"{phase} diverged at epoch {epoch}: {bad}; the run is marked FAILED and "
-                "nothing is registered (try a lower train.learning_rate)"
+                f"nothing is registered (try a lower {learning_rate_key})"
             )
 
 

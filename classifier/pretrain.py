@@ -243,12 +243,9 @@ class PretrainTracker(keras.callbacks.Callback):
             "heldout_masked_accuracy": float(logs["val_masked_accuracy"]),
             "epoch_time_s": seconds,
         }
-        if not all(math.isfinite(value) for value in metrics.values()):
-            bad = ", ".join(f"{k} {v}" for k, v in metrics.items() if not math.isfinite(v))
-            raise TrainingDiverged(
-                f"pretraining diverged at epoch {number}: {bad}; the run is marked FAILED and "
-                "nothing is registered (try a lower pretrain.learning_rate)"
-            )
+        TrainingDiverged.check(
+            metrics, number, phase="pretraining", learning_rate_key="pretrain.learning_rate"
+        )
         with deferred_interrupt():  # a stop signal waits until checkpoint and metrics are whole
             for name, value in metrics.items():
                 self.progress.history.setdefault(name, []).append(value)

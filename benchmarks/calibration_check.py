@@ -80,7 +80,7 @@ def check(run_id: str, folder: Path) -> dict[str, float | str]:
     order = np.random.default_rng(0).permutation(len(val))
     fit_half, check_half = order[: len(val) // 2], order[len(val) // 2 :]
     half_t = fit_temperature(val[fit_half], val_labels[fit_half])
-    platt = fit_platt(val[fit_half], val_labels[fit_half])
+    slope, bias = fit_platt(val[fit_half], val_labels[fit_half])
     calibrated_test = sigmoid(test / temperature)
     return {
         "run": run_id[:8],
@@ -97,7 +97,7 @@ def check(run_id: str, folder: Path) -> dict[str, float | str]:
             val_labels[check_half], sigmoid(val[check_half] / half_t)
         ),
         "val-half ECE Platt": expected_calibration_error(
-            val_labels[check_half], sigmoid(np.polyval(platt, val[check_half]))
+            val_labels[check_half], sigmoid(slope * val[check_half] + bias)
         ),
         "noise floor (test size)": noise_floor(calibrated_test),
     }

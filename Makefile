@@ -13,20 +13,32 @@ ifneq ($(wildcard ../shared/tensorflow_datasets),)
 export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
 endif
 
-.PHONY: help install train pretrain test lint format sweep ui predict bench clean
+.PHONY: help install install-gpu train pretrain test lint format sweep ui predict bench clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+# The GPU build of TensorFlow (Linux, NVIDIA driver): `make install-gpu` swaps it in for
+# tensorflow-cpu (which never uses a GPU) and leaves $(GPU_STAMP), so reinstalls keep it.
+GPU_STAMP := $(VENV)/.gpu
+TF_GPU := tensorflow[and-cuda]>=2.20,<2.22
+SWAP_GPU = $(BIN)/pip uninstall --quiet -y tensorflow-cpu && $(BIN)/pip install --quiet '$(TF_GPU)'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	if [ -f $(GPU_STAMP) ]; then $(SWAP_GPU); fi
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install the package with its dev tools
 	@echo "installed: $(BIN)/classify"
 	@echo "make does not put it on PATH: run 'source $(BIN)/activate' (then 'classify --help'), or call $(BIN)/classify"
+
+install-gpu: $(STAMP) ## Swap in GPU TensorFlow (Linux + NVIDIA driver); training then runs on the GPU
+	$(SWAP_GPU)
+	touch $(GPU_STAMP)
+	@$(BIN)/python -c "import tensorflow as tf; n = len(tf.config.list_physical_devices('GPU')); print(f'TensorFlow {tf.__version__} sees {n} GPU(s)')"
 
 train: $(STAMP) ## Train the default model on the full IMDB data (CONFIG=configs/default.yaml)
 	$(BIN)/classify train --config $(CONFIG)

@@ -117,6 +117,11 @@ class TrainConfig:
     early_stopping_patience: int | None = 3  # None: train all epochs; the best is kept
     refit: bool = True  # then train afresh on train + validation for the best epoch count
     registered_model: str = "imdb-sentiment"
+    mixed_precision: bool = False  # float16 compute, float32 weights (for a GPU; slow on CPU)
+
+
+#: Keys added after runs were recorded, with the value every earlier run had.
+LATER_KEYS: dict[str, Any] = {"train.mixed_precision": False}
 
 
 @dataclass
@@ -138,8 +143,17 @@ class Config:
         return flatten(self.to_dict())
 
     def config_hash(self) -> str:
-        """A short stable hash of the resolved config, to recognise the same run again."""
-        text = json.dumps(self.to_dict(), sort_keys=True)
+        """A short stable hash of the resolved config, to recognise the same run again.
+
+        A key added after runs were recorded (:data:`LATER_KEYS`) is left out while it has
+        the value those runs had, so a sweep still finds its finished points.
+        """
+        tree = self.to_dict()
+        for key, value in LATER_KEYS.items():
+            section, name = key.split(".")
+            if tree[section][name] == value:
+                del tree[section][name]
+        text = json.dumps(tree, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

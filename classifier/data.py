@@ -129,7 +129,8 @@ class ReviewVectorizer(keras.layers.Layer):
         vocabulary: list[str] | None = None,
         **kwargs,
     ):
-        super().__init__(**kwargs)
+        # Strings in, ids out: no float math, so no mixed-precision policy (as saved, too).
+        super().__init__(**{"dtype": "float32", **kwargs})
         if truncate not in ("head", "tail"):
             raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
         self.vocab_size = vocab_size

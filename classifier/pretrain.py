@@ -45,7 +45,13 @@ from classifier.errors import TrainingDiverged
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
-from classifier.models.pretraining import MaskedLanguageModel, encoder_of, span_transformer
+from classifier.models.pretraining import (
+    MaskedLanguageModel,
+    build_encoder,
+    encoder_of,
+    span_transformer,
+)
+from classifier.precision import as_float32, device_note, precision_policy
 from classifier.pretrain_data import load_texts, make_pretrain_datasets, pretrain_vectorizer
 from classifier.resume import PRETRAIN_TAG, load_resume_state, log_missing_metrics
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
@@ -125,6 +131,11 @@ def _pretrain(cfg, resume, echo, workdir: Path) -> PretrainResult:
         raise ValueError("pretrain() needs a config or a run to resume")
     else:
         checkpoint = None
+    with precision_policy(cfg.train.mixed_precision):  # the model built for pretraining
+        return _pretrain_from(cfg, checkpoint, resume, echo, workdir)
+
+
+def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResult:
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
 
@@ -156,6 +167,7 @@ def _pretrain(cfg, resume, echo, workdir: Path) -> PretrainResult:
                 f"{sizes['unlabelled']:,} unlabelled + {sizes['labelled']:,} training reviews, "
                 f"{sizes['held_out']:,} held out"
                 + (f", resuming after epoch {progress.epoch}" if resume else "")
+                + device_note(cfg.train.mixed_precision)
             )
             tracker = PretrainTracker(cfg, progress, vectorizer, workdir, echo)
             model.fit(
@@ -167,7 +179,8 @@ def _pretrain(cfg, resume, echo, workdir: Path) -> PretrainResult:
                 shuffle=False,  # the pipeline shuffles, seeded
                 verbose=0,
             )
-            version = _finish(cfg, model, vectorizer, progress, workdir, run_id)
+            with precision_policy(False):  # what is saved computes in float32
+                version = _finish(cfg, model, vectorizer, progress, workdir, run_id)
         except KeyboardInterrupt:
             mlflow.end_run(status="KILLED")
             raise PretrainingInterrupted(run_id, progress.epoch) from None
@@ -279,7 +292,9 @@ def _log_run_inputs(cfg: Config, sizes: dict[str, int], vectorizer) -> None:
 
 def _finish(cfg: Config, model, vectorizer, progress, workdir: Path, run_id: str):
     """Draw the curves, write the encoder and register it; return the ``ModelVersion``."""
+    size = (cfg.data.vocab_size, cfg.data.sequence_length)
     encoder = encoder_of(model, cfg.model, cfg.data.sequence_length)
+    encoder = as_float32(encoder, lambda: build_encoder(cfg.model, *size))  # what is saved
     info = {
         "objective": cfg.pretrain.objective,
         "epochs": progress.epoch,

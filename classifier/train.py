@@ -17,6 +17,8 @@ becomes NaN or infinite stops, is marked FAILED and registers nothing. With ``mo
 ``encoder`` variant starts from a pretrained encoder and its vocabulary
 (:mod:`classifier.encoder_artifact`); the run is tagged with the pretraining run. While a run trains, a
 heartbeat (:mod:`classifier.leases`) tells other processes it is live: they cannot resume it.
+With ``train.mixed_precision`` the models train in float16 (:mod:`classifier.precision`) and the
+one saved is float32; the run is tagged with the device (``CPU``, ``GPU``) that trained it.
 
 Example (with the data at hand)::
 
@@ -56,6 +58,8 @@ from classifier.finish import finish_run
 from classifier.imdb_source import data_source
 from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
+from classifier.models.classifier import build_classifier
+from classifier.precision import as_float32, device_note, precision_policy, training_device
 from classifier.refit import new_model, refit
 from classifier.resume import load_resume_state, log_missing_metrics
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
@@ -140,6 +144,11 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
         raise ValueError("train() needs a config or a run to resume")
     else:
         checkpoint = None
+    with precision_policy(cfg.train.mixed_precision):  # the models built for training
+        return _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir)
+
+
+def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
 
@@ -189,6 +198,7 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
                 f"run {run_id}: {cfg.model.variant}, {model.count_params():,} parameters, "
                 f"{sizes['train']:,} training / {sizes['validation']:,} validation reviews"
                 + (f", resuming after epoch {progress.epoch}" if resume else "")
+                + device_note(cfg.train.mixed_precision)
             )
             callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights)
             model.fit(
@@ -207,9 +217,11 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
                 model, vectorizer, data = refit(
                     cfg, raw, progress.best_epoch, progress.history, echo, encoder
                 )
-            result = _evaluate_and_log(
-                cfg, model, vectorizer, data, progress, workdir, run_id, temperature
-            )
+            with precision_policy(False):  # what is evaluated and saved computes in float32
+                model = as_float32(model, lambda: build_classifier(cfg.model, *_sizes(cfg)))
+                result = _evaluate_and_log(
+                    cfg, model, vectorizer, data, progress, workdir, run_id, temperature
+                )
         except KeyboardInterrupt:
             mlflow.end_run(status="KILLED")
             raise TrainingInterrupted(run_id, progress.epoch) from None
@@ -221,6 +233,10 @@ def _train(cfg, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
         f"v{result.model_version}"
     )
     return result
+
+
+def _sizes(cfg: Config) -> tuple[int, int]:
+    return cfg.data.vocab_size, cfg.data.sequence_length
 
 
 def quiet_libraries() -> None:
@@ -303,6 +319,7 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
             "variant": cfg.model.variant,
             "git_commit": git_commit(),
             CONFIG_HASH_TAG: cfg.config_hash(),
+            "device": training_device(),
         }
     )
     mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")

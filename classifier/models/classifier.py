@@ -57,14 +57,21 @@ def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) ->
     mask = padding_mask(token_ids)  # (B, T) bool, True = real token
     variant = variants.get(cfg.variant)
     x = variant.build_stack()(cfg, token_ids, mask, vocab_size, sequence_length)
+    # The head computes in float32 under mixed precision too: float16 probabilities would
+    # round to 1 within 5e-4 of it.
     if variant.builds == "logits":  # the softmax alone; calibration scales this identity
         head = keras.layers.Dense(
-            NUM_CLASSES, "softmax", kernel_initializer="identity", trainable=False, name="head"
+            NUM_CLASSES,
+            "softmax",
+            kernel_initializer="identity",
+            trainable=False,
+            name="head",
+            dtype="float32",
         )
     else:
         x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)
         x = keras.layers.Dropout(cfg.dropout, name="head_dropout")(x)
-        head = keras.layers.Dense(NUM_CLASSES, activation="softmax", name="head")
+        head = keras.layers.Dense(NUM_CLASSES, "softmax", name="head", dtype="float32")
     return keras.Model(token_ids, head(x), name=variant.model_name)
 
 
@@ -135,8 +142,11 @@ def encoder_stack(cfg, token_ids, mask, vocab_size, sequence_length):
 
 
 def bag_of_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
-    """The ``bow`` baseline's two logits: TF-IDF word 1-2-grams times a weight matrix."""
-    bag = BagOfNgrams(vocab_size, cfg.ngram_buckets, NUM_CLASSES, l2=cfg.l2, name="bag")
+    """The ``bow`` baseline's two logits: TF-IDF word 1-2-grams times a weight matrix (in float32
+    under mixed precision too: a review's TF-IDF norm can pass float16's 65,504)."""
+    bag = BagOfNgrams(
+        vocab_size, cfg.ngram_buckets, NUM_CLASSES, l2=cfg.l2, name="bag", dtype="float32"
+    )
     return bag(token_ids)
 
 

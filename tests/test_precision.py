@@ -15,7 +15,8 @@ from classifier.models import variants
 from classifier.models.classifier import build_classifier
 from classifier.precision import as_float32, is_float32, precision_policy
 from classifier.train import train
-from tests.conftest import fixture_data_overrides
+from tests.test_pretrain import overrides as pretrain_overrides
+from tests.test_train import tiny_config
 
 # Two reviews, one of them a single word, and a row of padding only.
 TOKEN_IDS = np.array([[5, 7, 2, 9, 0, 0], [3, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]])
@@ -79,19 +80,11 @@ def test_the_config_hash_of_earlier_runs_is_unchanged():
 
 
 def test_a_mixed_precision_run_learns_and_saves_a_float32_model(store, fixture_data_dir):
-    cfg = load_config(
-        None,
-        [
-            *fixture_data_overrides(fixture_data_dir),
-            "model.variant=encoder",
-            "model.num_layers=1",
-            "train.epochs=4",
-            "train.early_stopping_patience=null",
-            "train.learning_rate=0.01",
-            "train.registered_model=imdb-mixed-test",
-            "train.mixed_precision=true",
-            "experiment=mixed-precision",
-        ],
+    cfg = tiny_config(
+        fixture_data_dir,
+        "train.registered_model=imdb-mixed-test",
+        "train.mixed_precision=true",
+        "experiment=mixed-precision",
     )
     lines: list[str] = []
     result = train(cfg, echo=lines.append)
@@ -107,15 +100,12 @@ def test_a_mixed_precision_run_learns_and_saves_a_float32_model(store, fixture_d
 
 
 def test_a_mixed_precision_pretraining_saves_a_float32_encoder(store, fixture_data_dir):
-    settings = [
-        *fixture_data_overrides(fixture_data_dir),
-        "model.variant=encoder",
-        "model.num_layers=1",
-        "pretrain.held_out=2",
+    settings = pretrain_overrides(
+        fixture_data_dir,
         "pretrain.epochs=1",
         "pretrain.registered_model=imdb-encoder-mixed",
         "train.mixed_precision=true",
-    ]
+    )
     args = [arg for item in settings for arg in ("--set", item)]
     result = CliRunner().invoke(cli, ["pretrain", *args], prog_name="classify")
     assert result.exit_code == 0, result.output

@@ -9,6 +9,9 @@ validation and test reviews, and prints one markdown table:
   half before and after (a held-out check that never touches test);
 - Platt scaling on the same halves: ``sigmoid(a * z + b)``, a temperature plus a bias, which
   can also correct a model that leans towards one class;
+- isotonic regression (a monotone step map from probability to probability, no fixed shape) on
+  the same halves, and fitted on all validation reviews then measured on test: whether the
+  non-parametric map would reach half where one slope does not;
 - the noise floor: the median ECE of labels drawn from the calibrated probabilities themselves,
   at the test split's size (what a perfectly calibrated model would still score).
 
@@ -58,6 +61,14 @@ def fit_platt(log_odds: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return float(fitted.coef_[0, 0]), float(fitted.intercept_[0])
 
 
+def fit_isotonic(probabilities: np.ndarray, labels: np.ndarray):
+    """The monotone map from ``probabilities`` to calibrated ones (clipped outside the fit)."""
+    from sklearn.isotonic import IsotonicRegression
+
+    fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    return fitted.fit(probabilities, labels).predict
+
+
 def check(run_id: str, folder: Path) -> dict[str, float | str]:
     """The figures of one run (see the module docstring)."""
     run = mlflow.get_run(run_id)
@@ -81,6 +92,8 @@ def check(run_id: str, folder: Path) -> dict[str, float | str]:
     fit_half, check_half = order[: len(val) // 2], order[len(val) // 2 :]
     half_t = fit_temperature(val[fit_half], val_labels[fit_half])
     slope, bias = fit_platt(val[fit_half], val_labels[fit_half])
+    half_isotonic = fit_isotonic(sigmoid(val[fit_half]), val_labels[fit_half])
+    isotonic = fit_isotonic(sigmoid(val), val_labels)
     calibrated_test = sigmoid(test / temperature)
     return {
         "run": run_id[:8],
@@ -89,6 +102,7 @@ def check(run_id: str, folder: Path) -> dict[str, float | str]:
         "T": temperature,
         "test ECE before": expected_calibration_error(test_labels, sigmoid(test)),
         "test ECE after": expected_calibration_error(test_labels, calibrated_test),
+        "test ECE isotonic": expected_calibration_error(test_labels, isotonic(sigmoid(test))),
         "T (half)": half_t,
         "val-half ECE before": expected_calibration_error(
             val_labels[check_half], sigmoid(val[check_half])
@@ -98,6 +112,9 @@ def check(run_id: str, folder: Path) -> dict[str, float | str]:
         ),
         "val-half ECE Platt": expected_calibration_error(
             val_labels[check_half], sigmoid(slope * val[check_half] + bias)
+        ),
+        "val-half ECE isotonic": expected_calibration_error(
+            val_labels[check_half], half_isotonic(sigmoid(val[check_half]))
         ),
         "noise floor (test size)": noise_floor(calibrated_test),
     }

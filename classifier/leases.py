@@ -33,6 +33,7 @@ from mlflow.tracking import MlflowClient
 from classifier.errors import ResumeError, RunBusy
 
 HEARTBEAT_TAG = "heartbeat"
+CLAIMANT_TAG = "claimant"  # "<host> <pid>" of the sweep process that made a child run
 CLAIM_PREFIX = "claim."
 HEARTBEAT_S = 15.0
 STALE_AFTER_S = 4 * HEARTBEAT_S
@@ -69,6 +70,21 @@ class Heartbeat:
                 client.set_tag(self.run_id, HEARTBEAT_TAG, _stamp())
             except Exception:  # noqa: BLE001 - a missed beat only makes the run look older
                 continue
+
+
+def claimant_stamp() -> str:
+    """``"<host> <pid>"``: the value of a new sweep child's ``claimant`` tag (this process)."""
+    return f"{socket.gethostname()} {os.getpid()}"
+
+
+def claimant_died(run: Run) -> bool:
+    """Whether the process that made ``run`` (its ``claimant`` tag) has died on this host;
+    ``False`` when that cannot be known (no tag, another host)."""
+    try:
+        host, pid = run.data.tags[CLAIMANT_TAG].split()
+        return host == socket.gethostname() and not _alive(int(pid))
+    except (KeyError, ValueError):
+        return False
 
 
 def holder(run: Run) -> str | None:

@@ -3,7 +3,9 @@
 Each point of the spec (:mod:`classifier.sweep_spec`) is a full ``classify train`` run, logged
 as a nested child of the sweep's parent run. Running the same spec again finds that parent
 (tag ``sweep_spec_hash``), skips the points that already have a FINISHED child with the same
-config hash, resumes KILLED or FAILED children from their checkpoints and trains the rest. At
+config hash, resumes KILLED or FAILED children from their checkpoints and trains the rest. A
+child stopped before its training began holds nothing to resume: it is deleted (by the process
+that stops, or by a later sweep once that process has died), and its point is trained afresh. At
 the end the parent gets the comparison table (CSV and Markdown, :mod:`classifier.compare`), a
 bar chart of test accuracy per variant and a chart of validation accuracy per epoch, the
 metrics ``best_val_accuracy`` and ``best_test_accuracy`` and the tag ``best_point``: the group
@@ -17,6 +19,7 @@ Example (trains every point: minutes)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from collections.abc import Callable
@@ -25,12 +28,13 @@ from pathlib import Path
 
 import mlflow
 from mlflow.entities import Run
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from classifier.compare import ComparisonRow, compare_runs, format_comparison
 from classifier.errors import ResumeError, RunBusy
-from classifier.leases import holder, is_live
+from classifier.leases import CLAIMANT_TAG, claimant_died, claimant_stamp, holder, is_live
 from classifier.sweep_spec import SweepSpec, expand, spec_hash
 from classifier.tracking import (
     CONFIG_HASH_TAG,
@@ -151,13 +155,18 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
                         continue
                     except ResumeError as error:
                         echo(f"cannot resume ({error}); training the point afresh")
+                        _drop_if_abandoned(runs[0], client)
                 child_id = _claim_new_child(point, run_id, experiment_id, client)
                 if child_id is None:
                     echo(f"skip {title}: another sweep process started it first")
                     result.busy.append(point.index)
                     continue
                 echo(f"train {title} (config {point.config_hash})")
-                train(point.config, echo=echo, run_id=child_id)
+                try:
+                    train(point.config, echo=echo, run_id=child_id)
+                except KeyboardInterrupt:  # before the run began: nothing in it to resume
+                    _drop_if_abandoned(client.get_run(child_id), client, stopping=True)
+                    raise
                 result.trained.append(point.index)
             result.rows = compare_runs(sweep_children(run_id), client, by_point=True)
             result.best = _log_summary(result.rows, client)
@@ -201,6 +210,7 @@ def _claim_new_child(point, parent_id: str, experiment_id: str, client: MlflowCl
         POINT_TAG: str(point.index),
         LABEL_TAG: point.label,
         CONFIG_HASH_TAG: point.config_hash,
+        CLAIMANT_TAG: claimant_stamp(),
     }
     run = client.create_run(experiment_id, run_name=point.name, tags=tags)
     mine = (run.info.start_time, run.info.run_id)
@@ -209,6 +219,18 @@ def _claim_new_child(point, parent_id: str, experiment_id: str, client: MlflowCl
         client.delete_run(run.info.run_id)
         return None
     return run.info.run_id
+
+
+def _drop_if_abandoned(run: Run, client: MlflowClient, stopping: bool = False) -> None:
+    """Delete a child run that holds nothing (no artefact: its training never began) and that
+    no process will go on with: this one is ``stopping``, the run was ended (KILLED,
+    FAILED), or the process that made it has died. Left alone, it would keep its point from
+    being claimed again."""
+    if client.list_artifacts(run.info.run_id):
+        return
+    if stopping or run.info.status in ("KILLED", "FAILED") or claimant_died(run):
+        with contextlib.suppress(MlflowException):  # another process dropped it first
+            client.delete_run(run.info.run_id)
 
 
 def _children_by_hash(parent_run_id: str) -> dict[str, list[Run]]:

@@ -8,7 +8,7 @@ the trained model under the float32 policy and copies its weights, which are flo
 both policies, so the copy is exact.
 
 TensorFlow places work on a GPU by itself when it sees one (which takes the GPU build:
-``make install GPU=1``); :func:`training_device` names what it sees, for the run's first line.
+``make install-gpu``); :func:`training_device` names what it sees, for the run's first line.
 
 Example:
     >>> with precision_policy(True):

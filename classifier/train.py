@@ -218,7 +218,8 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
                     cfg, raw, progress.best_epoch, progress.history, echo, encoder
                 )
             with precision_policy(False):  # what is evaluated and saved computes in float32
-                model = as_float32(model, lambda: build_classifier(cfg.model, *_sizes(cfg)))
+                shape = (cfg.data.vocab_size, cfg.data.sequence_length)
+                model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
                 result = _evaluate_and_log(
                     cfg, model, vectorizer, data, progress, workdir, run_id, temperature
                 )
@@ -233,10 +234,6 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         f"v{result.model_version}"
     )
     return result
-
-
-def _sizes(cfg: Config) -> tuple[int, int]:
-    return cfg.data.vocab_size, cfg.data.sequence_length
 
 
 def quiet_libraries() -> None:

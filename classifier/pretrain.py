@@ -51,7 +51,7 @@ from classifier.models.pretraining import (
     encoder_of,
     span_transformer,
 )
-from classifier.precision import as_float32, device_note, precision_policy
+from classifier.precision import as_float32, device_note, precision_policy, training_device
 from classifier.pretrain_data import load_texts, make_pretrain_datasets, pretrain_vectorizer
 from classifier.resume import PRETRAIN_TAG, load_resume_state, log_missing_metrics
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
@@ -284,6 +284,7 @@ def _log_run_inputs(cfg: Config, sizes: dict[str, int], vectorizer) -> None:
             PRETRAIN_TAG: cfg.pretrain.objective,
             "git_commit": git_commit(),
             CONFIG_HASH_TAG: cfg.config_hash(),
+            "device": training_device(),
         }
     )
     mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")

@@ -72,6 +72,7 @@ def test_a_pretraining_run_logs_every_epoch_and_registers_the_encoder(pretrained
     assert run.data.params["pretrain.objective"] == "mlm"
     assert run.data.params["pretrain.labelled_reviews"] == "120"
     assert run.data.tags["pretrain_objective"] == "mlm"
+    assert run.data.tags["device"] == "CPU"  # the machine that pretrained it (GPU on a GPU)
     artefacts = {a.path for a in client.list_artifacts(run_id)}
     assert {"config.yaml", "vocabulary.txt", "training_curves.png", "checkpoint", "encoder"} <= (
         artefacts

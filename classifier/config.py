@@ -19,8 +19,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import re
 import types
@@ -33,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from classifier.config_hash import config_hash, config_hashes
 from classifier.errors import ConfigError
 from classifier.models import variants
 from classifier.pretrain_config import PretrainConfig, validate_pretrain
@@ -120,10 +119,6 @@ class TrainConfig:
     mixed_precision: bool = False  # float16 compute, float32 weights (for a GPU; slow on CPU)
 
 
-#: Keys added after runs were recorded, with the value every earlier run had.
-LATER_KEYS: dict[str, Any] = {"train.mixed_precision": False}
-
-
 @dataclass
 class Config:
     """A whole run: the MLflow experiment plus data, model, training and pretraining settings."""
@@ -143,18 +138,14 @@ class Config:
         return flatten(self.to_dict())
 
     def config_hash(self) -> str:
-        """A short stable hash of the resolved config, to recognise the same run again.
+        """A short stable hash of the resolved config, to recognise the same run again
+        (:mod:`classifier.config_hash`: keys added later leave it unchanged)."""
+        return config_hash(self.to_dict())
 
-        A key added after runs were recorded (:data:`LATER_KEYS`) is left out while it has
-        the value those runs had, so a sweep still finds its finished points.
-        """
-        tree = self.to_dict()
-        for key, value in LATER_KEYS.items():
-            section, name = key.split(".")
-            if tree[section][name] == value:
-                del tree[section][name]
-        text = json.dumps(tree, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+    def config_hashes(self) -> tuple[str, str]:
+        """:meth:`config_hash`, then the hash of the same run recorded before pretraining keys
+        were added (:func:`classifier.config_hash.config_hashes`)."""
+        return config_hashes(self.to_dict())
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -35,7 +35,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 from classifier.compare import ComparisonRow, compare_runs, format_comparison
 from classifier.errors import ResumeError, RunBusy
 from classifier.leases import CLAIMANT_TAG, claimant_died, claimant_stamp, holder, is_live
-from classifier.sweep_spec import SweepSpec, expand, spec_hash
+from classifier.sweep_spec import SweepPoint, SweepSpec, expand, spec_hash
 from classifier.tracking import (
     CONFIG_HASH_TAG,
     LABEL_TAG,
@@ -102,10 +102,11 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
     experiment = points[0].config.experiment
     experiment_id = ensure_experiment(experiment)
     client = MlflowClient()
-    digest = spec_hash(points)
-    previous = find_sweep_parent(experiment_id, digest)
+    # A sweep started before the pretraining keys were added is continued too.
+    found = (find_sweep_parent(experiment_id, spec_hash(points, era)) for era in (0, 1))
+    previous = next((parent for parent in found if parent), None)
     if previous is None:
-        previous, created = _new_parent(experiment_id, digest, spec.name, client)
+        previous, created = _new_parent(experiment_id, spec_hash(points), spec.name, client)
     else:
         created = False
     result = SweepResult(run_id="", rows=[])
@@ -129,7 +130,7 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
             for point in points:
                 title = f"[{point.index}/{len(points)}] {point.name}"
                 # Read afresh for every point: another sweep process may have taken it since.
-                runs = _children_by_hash(run_id).get(point.config_hash, [])
+                runs = _point_runs(run_id, point)
                 finished = [run for run in runs if run.info.status == "FINISHED"]
                 if finished:
                     echo(f"skip {title}: finished in run {finished[0].info.run_id}")
@@ -214,7 +215,7 @@ def _claim_new_child(point, parent_id: str, experiment_id: str, client: MlflowCl
     }
     run = client.create_run(experiment_id, run_name=point.name, tags=tags)
     mine = (run.info.start_time, run.info.run_id)
-    rivals = _children_by_hash(parent_id).get(point.config_hash, [])
+    rivals = _point_runs(parent_id, point)
     if any((rival.info.start_time, rival.info.run_id) < mine for rival in rivals):
         client.delete_run(run.info.run_id)
         return None
@@ -233,14 +234,15 @@ def _drop_if_abandoned(run: Run, client: MlflowClient, stopping: bool = False) -
             client.delete_run(run.info.run_id)
 
 
-def _children_by_hash(parent_run_id: str) -> dict[str, list[Run]]:
-    """A sweep's child runs (any status, newest first) by their config hash."""
-    children: dict[str, list[Run]] = {}
-    for run in sweep_children(parent_run_id, finished_only=False):
-        digest = run.data.tags.get(CONFIG_HASH_TAG)
-        if digest:
-            children.setdefault(digest, []).append(run)
-    return children
+def _point_runs(parent_run_id: str, point: SweepPoint) -> list[Run]:
+    """A point's child runs in a sweep (any status, newest first): those tagged with its
+    config hash, or with the hash it had before the pretraining keys were added."""
+    hashes = set(point.config_hashes)
+    return [
+        run
+        for run in sweep_children(parent_run_id, finished_only=False)
+        if run.data.tags.get(CONFIG_HASH_TAG) in hashes
+    ]
 
 
 def _log_summary(rows: list[ComparisonRow], client: MlflowClient) -> ComparisonRow | None:

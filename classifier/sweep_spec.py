@@ -70,6 +70,11 @@ class SweepPoint:
         return self.config.config_hash()
 
     @property
+    def config_hashes(self) -> tuple[str, str]:
+        """Its config hash, then the one a run of it recorded before the pretraining keys has."""
+        return self.config.config_hashes()
+
+    @property
     def name(self) -> str:
         """Run name: the group label and the seed, e.g. ``encoder (position=learned) seed=2``."""
         return f"{self.label} seed={self.config.train.seed}"
@@ -178,14 +183,16 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     return points
 
 
-def spec_hash(points: Sequence[SweepPoint]) -> str:
-    """A short hash of the resolved point list: it finds a sweep's parent run again.
+def spec_hash(points: Sequence[SweepPoint], era: int = 0) -> str:
+    """A short hash of the resolved point list: it finds a sweep's parent run again. With
+    ``era=1``, the hash of a sweep of the same points started before the pretraining keys were
+    added (:meth:`SweepPoint.config_hashes`).
 
     Example:
         >>> len(spec_hash(expand(load_spec("configs/sweeps/quick.yaml"))))
         12
     """
-    text = json.dumps([point.config_hash for point in points])
+    text = json.dumps([point.config_hashes[era] for point in points])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -52,5 +52,14 @@ def write_spec(path: Path, tree: dict) -> Path:
     return path
 
 
+def one_point_spec(tmp_path: Path, fixture_data_dir: Path, experiment: str) -> Path:
+    """A sweep of one point (``attention``, seed 1, one epoch) named after its experiment."""
+    tree = spec_tree(fixture_data_dir, experiment=experiment, name=experiment)
+    tree["points"] = [{"model.variant": "attention"}]
+    tree["grid"] = {"train.seed": [1]}
+    tree["overrides"]["train.epochs"] = 1
+    return write_spec(tmp_path / f"{experiment}.yaml", tree)
+
+
 def invoke(*args: str):
     return CliRunner().invoke(cli, list(args), prog_name="classify")

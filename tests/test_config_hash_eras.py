@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from classifier.config import Config, load_config
 from classifier.sweep_spec import expand, load_spec, spec_hash
 from classifier.tracking import CONFIG_HASH_TAG, SPEC_HASH_TAG
-from tests.sweep_helpers import invoke, spec_tree, write_spec
+from tests.sweep_helpers import invoke, one_point_spec
 
 
 def hash_before_pretraining(cfg: Config) -> str:
@@ -39,11 +39,7 @@ def test_a_config_those_runs_could_not_have_has_no_second_hash():
 def test_a_sweep_recorded_before_the_pretraining_keys_is_continued(
     store, fixture_data_dir, tmp_path
 ):
-    tree = spec_tree(fixture_data_dir, experiment="eras", name="eras")
-    tree["points"] = [{"model.variant": "attention"}]
-    tree["grid"] = {"train.seed": [1]}
-    tree["overrides"]["train.epochs"] = 1
-    spec = write_spec(tmp_path / "eras.yaml", tree)
+    spec = one_point_spec(tmp_path, fixture_data_dir, "eras")
     first = invoke("sweep", str(spec))
     assert first.exit_code == 0, first.output
     mlflow.set_tracking_uri(store)

@@ -13,15 +13,7 @@ import classifier.train as training
 from classifier.leases import CLAIMANT_TAG
 from classifier.sweep import _claim_new_child
 from classifier.sweep_spec import expand, load_spec
-from tests.sweep_helpers import invoke, spec_tree, write_spec
-
-
-def one_point_spec(tmp_path, fixture_data_dir, experiment: str):
-    tree = spec_tree(fixture_data_dir, experiment=experiment, name=experiment)
-    tree["points"] = [{"model.variant": "attention"}]
-    tree["grid"] = {"train.seed": [1]}
-    tree["overrides"]["train.epochs"] = 1
-    return write_spec(tmp_path / f"{experiment}.yaml", tree)
+from tests.sweep_helpers import invoke, one_point_spec
 
 
 def children(experiment: str) -> list:

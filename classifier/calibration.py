@@ -1,26 +1,53 @@
-"""Temperature scaling of a trained classifier, folded into its head.
+"""Calibration of a trained classifier, folded into its head: a temperature and an offset.
 
-The classifier's head is ``Dense(2, softmax)`` on the pooled features x: logits ``z = W x + b``.
-:func:`calibrate` fits a temperature T on the validation reviews (never the test split) so that
-``softmax(z / T)`` has the lowest cross-entropy, then divides the head's kernel and bias by T:
-the saved model, ``classify predict`` and the pyfunc model then report calibrated probabilities
-with no extra layer, and no label at threshold 0.5 changes (T > 0 keeps every log-odds' sign).
-T > 1 softens an over-confident model; T < 1 (at least 0.1) sharpens an under-confident one.
+The classifier's head is ``Dense(2, softmax)`` on the pooled features x: logits ``z = W x + b``,
+log-odds of positive ``d = z1 - z0``. :func:`calibrate` fits, on the validation reviews (never
+the test split), the temperature T and offset c with the lowest cross-entropy of
+``sigmoid(d / T + c)`` (Platt scaling) and folds them into the head: its kernel and bias are
+divided by T and c is added to the positive logit's bias, so the saved model, ``classify
+predict`` and the pyfunc model report calibrated probabilities with no extra layer.
+
+T > 1 softens an over-confident model; T < 1 (at least 0.1) sharpens an under-confident one;
+dividing by T changes no label at threshold 0.5. The offset moves the threshold instead: a model
+whose early-stopped weights say positive too often or too rarely (mean P(positive) off the
+share of positive reviews) is shifted back, which does change labels, as a threshold chosen on
+the validation reviews would. ``offset=False`` fits T alone (a refit model, trained on the
+validation reviews, keeps the temperature of the model chosen on them: an offset is particular
+to the weights it was fitted on, a temperature carries over).
 
 Example (a trained classifier and its validation pipeline)::
 
-    temperature = calibrate(model, data.validation)  # e.g. 1.8: it was over-confident
+    calibration = calibrate(model, data.validation)  # e.g. T 1.36, offset +0.19
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from classifier.metrics import fit_temperature
+from classifier.metrics import fit_temperature, fit_temperature_and_offset
 
 HEAD = "head"  # the name build_classifier gives the Dense(2, softmax) head
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The map from a head's log-odds d to calibrated ones: ``d / temperature + offset``.
+
+    Example:
+        >>> Calibration(temperature=2.0, offset=0.5).undo(np.array([1.5]))  # (1.5 - 0.5) * 2
+        array([2.])
+    """
+
+    temperature: float
+    offset: float = 0.0
+
+    def undo(self, calibrated: np.ndarray) -> np.ndarray:
+        """The log-odds before calibration, from calibrated ones."""
+        return (calibrated - self.offset) * self.temperature
 
 
 def head_log_odds(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.ndarray, ...]:
@@ -38,14 +65,24 @@ def head_log_odds(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np
     return np.concatenate(log_odds), np.concatenate(labels)
 
 
-def fold_temperature(classifier: keras.Model, temperature: float) -> None:
-    """Divide the head's kernel and bias by ``temperature``: softmax(z / T) from then on."""
+def fold_calibration(classifier: keras.Model, calibration: Calibration) -> None:
+    """Divide the head's kernel and bias by the temperature and add the offset to the positive
+    logit's bias: ``softmax`` then gives ``sigmoid(d / T + offset)``."""
     head = classifier.get_layer(HEAD)
-    head.set_weights([keras.ops.convert_to_numpy(w) / temperature for w in head.weights])
+    kernel, bias = (keras.ops.convert_to_numpy(w) / calibration.temperature for w in head.weights)
+    bias[1] += calibration.offset
+    head.set_weights([kernel, bias])
 
 
-def calibrate(classifier: keras.Model, validation: tf.data.Dataset) -> float:
-    """Fit the temperature on ``validation`` and fold it into the head; return it."""
-    temperature = fit_temperature(*head_log_odds(classifier, validation))
-    fold_temperature(classifier, temperature)
-    return temperature
+def calibrate(
+    classifier: keras.Model, validation: tf.data.Dataset, offset: bool = True
+) -> Calibration:
+    """Fit the temperature (and, with ``offset``, the offset) on ``validation``, fold them into
+    the head and return them."""
+    log_odds, labels = head_log_odds(classifier, validation)
+    if offset:
+        calibration = Calibration(*fit_temperature_and_offset(log_odds, labels))
+    else:
+        calibration = Calibration(fit_temperature(log_odds, labels))
+    fold_calibration(classifier, calibration)
+    return calibration

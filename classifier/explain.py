@@ -154,7 +154,8 @@ def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[
     log-odds, where ``value_f`` is its normalised TF-IDF value, ``k_f`` its kernel row and ``d``
     the head's column difference (the temperature included). A word receives its unigram's
     share and half of each pair's it is in, split evenly over repeats (a feature counts once).
-    So the contributions sum to the log-odds minus the bias: nothing is lost or invented.
+    So the contributions sum to the log-odds minus the bias (the calibration's offset is in
+    the bias): nothing is lost or invented.
     """
     bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
     kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)

@@ -16,7 +16,7 @@ import mlflow
 
 from classifier import plots
 from classifier.bundle import write_bundle
-from classifier.calibration import calibrate, fold_temperature, head_log_odds
+from classifier.calibration import Calibration, calibrate, fold_calibration, head_log_odds
 from classifier.config import LABELS
 from classifier.errors import ModelError
 from classifier.interrupts import deferred_interrupt
@@ -31,20 +31,22 @@ EXAMPLE_REVIEWS = [
 ]
 
 
-def finish_run(cfg, model, vectorizer, data, progress, workdir: Path, temperature=None):
+def finish_run(
+    cfg, model, vectorizer, data, progress, workdir: Path, calibration: Calibration | None = None
+):
     """Calibrate, evaluate, log and register the trained ``model``; return ``(test metrics,
     registered ModelVersion)``.
 
-    ``temperature``: fold this one instead of fitting it on ``data.validation`` (a refit model
+    ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model
     trained on the validation reviews takes the temperature of the model chosen on them).
     """
-    if temperature is None:
-        temperature = calibrate(model, data.validation)  # fitted on validation, folded in
+    if calibration is None:
+        calibration = calibrate(model, data.validation)  # fitted on validation, folded in
     else:
-        fold_temperature(model, temperature)
-    log_odds, labels = head_log_odds(model, data.test)  # of the head with T folded in
+        fold_calibration(model, calibration)
+    log_odds, labels = head_log_odds(model, data.test)  # of the head with the calibration in
     probabilities = sigmoid(log_odds)  # what the saved (calibrated) model gives
-    uncalibrated = sigmoid(log_odds * temperature)
+    uncalibrated = sigmoid(calibration.undo(log_odds))
     metrics = classification_metrics(labels, probabilities)
     metrics["test_ece"] = expected_calibration_error(labels, probabilities)
     metrics["test_ece_uncalibrated"] = expected_calibration_error(labels, uncalibrated)
@@ -53,7 +55,8 @@ def finish_run(cfg, model, vectorizer, data, progress, workdir: Path, temperatur
         {
             "best_epoch": progress.best_epoch,
             "best_val_accuracy": progress.best_val_accuracy,
-            "temperature": temperature,
+            "temperature": calibration.temperature,
+            "calibration_offset": calibration.offset,
         }
     )
 
@@ -65,7 +68,7 @@ def finish_run(cfg, model, vectorizer, data, progress, workdir: Path, temperatur
             path, labels, probabilities >= 0.5, LABELS
         ),
         "reliability_diagram.png": lambda path: plots.plot_reliability_diagram(
-            path, labels, {"uncalibrated": uncalibrated, f"T = {temperature:.2f}": probabilities}
+            path, labels, {"uncalibrated": uncalibrated, _calibrated(calibration): probabilities}
         ),
     }
     for name, draw in figures.items():
@@ -89,6 +92,13 @@ def finish_run(cfg, model, vectorizer, data, progress, workdir: Path, temperatur
         ]
         mlflow.log_metric("train_time_s", float(sum(times)))
     return metrics, version
+
+
+def _calibrated(calibration: Calibration) -> str:
+    """The reliability diagram's name for the calibrated probabilities."""
+    if calibration.offset == 0.0:
+        return f"T = {calibration.temperature:.2f}"
+    return f"T = {calibration.temperature:.2f}, offset {calibration.offset:+.2f}"
 
 
 def _write_bundle(end_to_end: keras.Model, folder: Path) -> Path | None:

@@ -130,14 +130,60 @@ def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
     y = np.where(np.asarray(labels) > 0, 1.0, -1.0)
 
     def loss(log_inverse: float) -> float:
-        return float(np.mean(np.logaddexp(0.0, -y * d * np.exp(log_inverse))))
+        return _log_loss(y, d * np.exp(log_inverse))
 
-    low, high = -7.0, float(np.log(10.0))
+    return float(np.exp(-_golden_minimum(loss, *LOG_INVERSE_T)))
+
+
+def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """``(T, b)`` minimising the cross-entropy of ``sigmoid(log_odds / T + b)``: Platt scaling
+    with the slope written as a temperature; T in [0.1, 1100] as in :func:`fit_temperature`, the
+    offset b in [-10, 10].
+
+    Where T only scales a model's confidence, b moves its decision threshold: a model that says
+    positive too rarely (mean P(positive) below the share of positive reviews) gets b > 0, and
+    the reviews whose log-odds lie between 0 and -b * T change label. The loss is jointly convex
+    in (1/T, b), so a golden-section search over log(1/T) of the best b for each (found by a
+    golden-section search too) finds it.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> labels = rng.integers(0, 2, 4000)
+        >>> honest = rng.normal(2 * labels - 1, 1.0) * 2  # log-odds of a calibrated model
+        >>> t, b = fit_temperature_and_offset(honest * 3 - 1.5, labels)  # sure, and too negative
+        >>> round(t), round(b, 1)
+        (3, 0.5)
+    """
+    d = np.asarray(log_odds, dtype=np.float64)
+    y = np.where(np.asarray(labels) > 0, 1.0, -1.0)
+
+    def best_offset(log_inverse: float) -> float:
+        scaled = d * np.exp(log_inverse)
+        return _golden_minimum(lambda b: _log_loss(y, scaled + b), *OFFSET, steps=60)
+
+    def loss(log_inverse: float) -> float:
+        return _log_loss(y, d * np.exp(log_inverse) + best_offset(log_inverse))
+
+    log_inverse = _golden_minimum(loss, *LOG_INVERSE_T, steps=60)
+    return float(np.exp(-log_inverse)), float(best_offset(log_inverse))
+
+
+LOG_INVERSE_T = (-7.0, float(np.log(10.0)))  # log(1 / T): T from 0.1 to e^7 (about 1100)
+OFFSET = (-10.0, 10.0)  # the offset b, in log-odds
+
+
+def _log_loss(signs: np.ndarray, log_odds: np.ndarray) -> float:
+    """Mean cross-entropy of ``sigmoid(log_odds)`` against labels written as +1 / -1."""
+    return float(np.mean(np.logaddexp(0.0, -signs * log_odds)))
+
+
+def _golden_minimum(loss, low: float, high: float, steps: int = 100) -> float:
+    """The minimum of a unimodal ``loss`` on [low, high], by golden-section search."""
     golden = (np.sqrt(5) - 1) / 2
-    for _ in range(100):
+    for _ in range(steps):
         a, b = high - golden * (high - low), low + golden * (high - low)
         if loss(a) < loss(b):
             high = b
         else:
             low = a
-    return float(np.exp(-(low + high) / 2))
+    return (low + high) / 2

@@ -211,9 +211,9 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
                 verbose=0,
             )
             callback.restore_best(model)
-            temperature = None
+            calibration = None
             if cfg.train.refit:  # the temperature of the model chosen on validation reviews
-                temperature = calibrate(model, data.validation)
+                calibration = calibrate(model, data.validation, offset=False)
                 model, vectorizer, data = refit(
                     cfg, raw, progress.best_epoch, progress.history, echo, encoder
                 )
@@ -221,7 +221,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
                 shape = (cfg.data.vocab_size, cfg.data.sequence_length)
                 model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
                 result = _evaluate_and_log(
-                    cfg, model, vectorizer, data, progress, workdir, run_id, temperature
+                    cfg, model, vectorizer, data, progress, workdir, run_id, calibration
                 )
         except KeyboardInterrupt:
             mlflow.end_run(status="KILLED")
@@ -324,9 +324,9 @@ def _log_run_inputs(cfg: Config, model: keras.Model, sizes: dict[str, int], vect
 
 
 def _evaluate_and_log(
-    cfg, model, vectorizer, data, progress, workdir, run_id, temperature
+    cfg, model, vectorizer, data, progress, workdir, run_id, calibration
 ) -> TrainResult:
-    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir, temperature)
+    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir, calibration)
     return TrainResult(
         run_id=run_id,
         test_metrics=metrics,

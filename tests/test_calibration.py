@@ -1,5 +1,6 @@
-"""Temperature scaling: fitted on validation reviews, folded into the head, never changing a
-label; the expected calibration error by hand; what a training run logs."""
+"""Calibration: a temperature (never changing a label) and an offset (moving the threshold),
+fitted on validation reviews and folded into the head; the expected calibration error by hand;
+what a training run logs."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import pytest
 import tensorflow as tf
 from mlflow.tracking import MlflowClient
 
-from classifier.calibration import calibrate, head_log_odds
+from classifier.calibration import Calibration, calibrate, fold_calibration, head_log_odds
 from classifier.config import ModelConfig, load_config
 from classifier.data import load_raw_splits
-from classifier.metrics import calibration_bins, expected_calibration_error, fit_temperature
+from classifier.metrics import (
+    calibration_bins,
+    expected_calibration_error,
+    fit_temperature,
+    fit_temperature_and_offset,
+)
 from classifier.models.classifier import build_classifier
 from classifier.predict import predict_texts
 from classifier.registry import load_keras_model
@@ -47,6 +53,28 @@ def test_fitted_temperature_minimises_the_loss():
         assert best <= nll(log_odds / other, labels)
 
 
+def test_fitted_temperature_and_offset_minimise_the_loss():
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 5000)
+    honest = 2 * rng.normal(2 * labels - 1, 1.0)
+    log_odds = 2 * honest - 1.0  # twice as confident as is honest, and leaning negative by 1
+    temperature, offset = fit_temperature_and_offset(log_odds, labels)
+    assert temperature == pytest.approx(2.0, rel=0.05)
+    assert offset == pytest.approx(0.5, abs=0.1)  # -1 / T, undone
+    best = nll(log_odds / temperature + offset, labels)
+    for t, b in [
+        (temperature * 1.05, offset),
+        (temperature * 0.95, offset),
+        (temperature, offset + 0.05),
+        (temperature, offset - 0.05),
+    ]:
+        assert best < nll(log_odds / t + b, labels)
+    # The offset can only help: the temperature alone is the special case offset 0.
+    assert best < nll(log_odds / fit_temperature(log_odds, labels), labels)
+    # No lean, no offset.
+    assert fit_temperature_and_offset(honest, labels)[1] == pytest.approx(0.0, abs=0.1)
+
+
 @pytest.fixture
 def over_confident():
     """A small classifier with a sharp random head, and token-id batches with labels."""
@@ -69,12 +97,37 @@ def test_folding_the_temperature_changes_no_label_and_lowers_the_loss(over_confi
     log_odds, labels = head_log_odds(classifier, dataset)
     np.testing.assert_allclose(before, 1 / (1 + np.exp(-log_odds)), atol=1e-5)
 
-    temperature = calibrate(classifier, dataset)
+    temperature = calibrate(classifier, dataset, offset=False).temperature
     after = keras.ops.convert_to_numpy(classifier(ids))[:, 1]
     assert temperature > 1  # the sharp head was over-confident
     assert ((after >= 0.5) == (before >= 0.5)).all()  # no label changes at 0.5
     np.testing.assert_allclose(after, 1 / (1 + np.exp(-log_odds / temperature)), atol=1e-5)
     assert nll(log_odds / temperature, labels) < nll(log_odds, labels)
+
+
+def test_the_offset_moves_the_threshold_and_lowers_the_loss_further(over_confident):
+    classifier, dataset = over_confident
+    ids = np.concatenate([x.numpy() for x, _ in dataset])
+    log_odds, labels = head_log_odds(classifier, dataset)
+
+    calibration = calibrate(classifier, dataset)
+    after = keras.ops.convert_to_numpy(classifier(ids))[:, 1]
+    t, c = calibration.temperature, calibration.offset
+    assert t > 1 and c != 0.0
+    np.testing.assert_allclose(after, 1 / (1 + np.exp(-(log_odds / t + c))), atol=1e-5)
+    np.testing.assert_allclose(calibration.undo(log_odds / t + c), log_odds, atol=1e-9)
+    # Labels change only where the offset carries the scaled log-odds across 0.
+    changed = (after >= 0.5) != (log_odds >= 0)
+    assert np.all(np.abs(log_odds[changed] / t) <= abs(c) + 1e-6)
+    alone = fit_temperature(log_odds, labels)
+    assert nll(log_odds / t + c, labels) < nll(log_odds / alone, labels)
+
+
+def test_folding_no_offset_is_the_temperature_alone(over_confident):
+    classifier, dataset = over_confident
+    log_odds, _ = head_log_odds(classifier, dataset)
+    fold_calibration(classifier, Calibration(temperature=2.5))
+    np.testing.assert_allclose(head_log_odds(classifier, dataset)[0], log_odds / 2.5, atol=1e-5)
 
 
 def test_a_run_logs_calibration(store, fixture_data_dir):
@@ -92,7 +145,7 @@ def test_a_run_logs_calibration(store, fixture_data_dir):
     lines: list[str] = []
     result = train(cfg, echo=lines.append)
     metrics = MlflowClient().get_run(result.run_id).data.metrics
-    assert metrics["temperature"] > 0
+    assert metrics["temperature"] > 0 and "calibration_offset" in metrics
     assert 0 <= metrics["test_ece"] <= 1 and 0 <= metrics["test_ece_uncalibrated"] <= 1
     assert f"ECE {metrics['test_ece']:.4f}" in lines[-1]
     # The saved model is the calibrated one: its probabilities give the logged ECE and accuracy.

@@ -44,7 +44,10 @@ def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixtur
     # The registered model's vocabulary was adapted on the validation reviews too.
     model = load_model("models:/imdb-refit-test@newest")
     assert VALIDATION_ONLY_WORD in vectorizer_of(model).get_vocabulary()
+    # Only the temperature carries over to the refit model: an offset is particular to the
+    # weights it was fitted on.
     assert run.data.metrics["temperature"] > 0
+    assert run.data.metrics["calibration_offset"] == 0.0
     (row,) = compare(experiment=EXPERIMENT)
     assert row.key_params.endswith("refit")
 

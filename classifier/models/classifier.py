@@ -59,7 +59,7 @@ def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) ->
     x = variant.build_stack()(cfg, token_ids, mask, vocab_size, sequence_length)
     # The head computes in float32 under mixed precision too: float16 probabilities would
     # round to 1 within 5e-4 of it.
-    if variant.builds == "logits":  # the softmax alone; calibration scales this identity
+    if variant.builds == "logits":  # the softmax alone; calibration scales and shifts it
         head = keras.layers.Dense(
             NUM_CLASSES,
             "softmax",

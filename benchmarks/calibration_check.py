@@ -46,6 +46,7 @@ from classifier.config import from_dict  # noqa: E402
 from classifier.data import load_raw_splits, make_datasets  # noqa: E402
 from classifier.keras_predict import classifier_of, load_keras_model, vectorizer_of  # noqa: E402
 from classifier.metrics import (  # noqa: E402
+    cross_entropy,
     expected_calibration_error,
     fit_temperature,
     fit_temperature_and_offset,
@@ -104,7 +105,7 @@ def check(run_id: str, folder: Path) -> tuple[dict[str, float | str], ...]:
     temperature = fit_temperature(val, val_labels)
     platt = Calibration(*fit_temperature_and_offset(val, val_labels))
     isotonic = fit_isotonic(sigmoid(val), val_labels)
-    platt_test = sigmoid(test / platt.temperature + platt.offset)
+    platt_test = sigmoid(platt.apply(test))
     test_ece = {
         "run": run_id[:8],
         "variant": cfg.model.variant,
@@ -132,7 +133,7 @@ def check(run_id: str, folder: Path) -> tuple[dict[str, float | str], ...]:
         ),
         "after T + offset": expected_calibration_error(
             val_labels[check_half],
-            sigmoid(val[check_half] / half_platt.temperature + half_platt.offset),
+            sigmoid(half_platt.apply(val[check_half])),
         ),
         "after isotonic": expected_calibration_error(
             val_labels[check_half], half_isotonic(sigmoid(val[check_half]))
@@ -148,18 +149,13 @@ def held_out_loss(log_odds: np.ndarray, labels: np.ndarray, halves) -> dict[str,
     losses = {"NLL after T": [], "NLL after T + offset": []}
     for fit, check in (halves, halves[::-1]):
         t = fit_temperature(log_odds[fit], labels[fit])
-        t_offset, offset = fit_temperature_and_offset(log_odds[fit], labels[fit])
+        platt = Calibration(*fit_temperature_and_offset(log_odds[fit], labels[fit]))
         for name, calibrated in (
             ("NLL after T", log_odds[check] / t),
-            ("NLL after T + offset", log_odds[check] / t_offset + offset),
+            ("NLL after T + offset", platt.apply(log_odds[check])),
         ):
             losses[name].append(cross_entropy(calibrated, labels[check]))
     return {name: float(np.mean(values)) for name, values in losses.items()}
-
-
-def cross_entropy(log_odds: np.ndarray, labels: np.ndarray) -> float:
-    """Mean cross-entropy of ``sigmoid(log_odds)``."""
-    return float(np.mean(np.logaddexp(0.0, -np.where(labels > 0, 1.0, -1.0) * log_odds)))
 
 
 def best_temperature_ece(log_odds: np.ndarray, labels: np.ndarray) -> float:

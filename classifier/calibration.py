@@ -38,12 +38,18 @@ class Calibration:
     """The map from a head's log-odds d to calibrated ones: ``d / temperature + offset``.
 
     Example:
+        >>> Calibration(temperature=2.0, offset=0.5).apply(np.array([2.0]))  # 2 / 2 + 0.5
+        array([1.5])
         >>> Calibration(temperature=2.0, offset=0.5).undo(np.array([1.5]))  # (1.5 - 0.5) * 2
         array([2.])
     """
 
     temperature: float
     offset: float = 0.0
+
+    def apply(self, log_odds: np.ndarray) -> np.ndarray:
+        """The calibrated log-odds: what the head gives once this calibration is folded in."""
+        return log_odds / self.temperature + self.offset
 
     def undo(self, calibrated: np.ndarray) -> np.ndarray:
         """The log-odds before calibration, from calibrated ones."""

@@ -127,7 +127,7 @@ def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
         0.1
     """
     d = np.asarray(log_odds, dtype=np.float64)
-    y = np.where(np.asarray(labels) > 0, 1.0, -1.0)
+    y = _signs(labels)
 
     def loss(log_inverse: float) -> float:
         return _log_loss(y, d * np.exp(log_inverse))
@@ -155,7 +155,7 @@ def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tupl
         (3, 0.5)
     """
     d = np.asarray(log_odds, dtype=np.float64)
-    y = np.where(np.asarray(labels) > 0, 1.0, -1.0)
+    y = _signs(labels)
 
     def best_offset(log_inverse: float) -> float:
         scaled = d * np.exp(log_inverse)
@@ -170,6 +170,21 @@ def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tupl
 
 LOG_INVERSE_T = (-7.0, float(np.log(10.0)))  # log(1 / T): T from 0.1 to e^7 (about 1100)
 OFFSET = (-10.0, 10.0)  # the offset b, in log-odds
+
+
+def cross_entropy(log_odds: np.ndarray, labels: np.ndarray) -> float:
+    """Mean cross-entropy of ``sigmoid(log_odds)`` against 0/1 labels.
+
+    Example:
+        >>> round(cross_entropy(np.array([0.0, 0.0]), np.array([0, 1])), 4)  # ln 2
+        0.6931
+    """
+    return _log_loss(_signs(labels), np.asarray(log_odds, dtype=np.float64))
+
+
+def _signs(labels: np.ndarray) -> np.ndarray:
+    """Labels written as +1 (positive) / -1."""
+    return np.where(np.asarray(labels) > 0, 1.0, -1.0)
 
 
 def _log_loss(signs: np.ndarray, log_odds: np.ndarray) -> float:

@@ -55,7 +55,8 @@ class Variant:
             ``model.position`` chooses it.
         builds: ``"stack"``: the builder returns the hidden sequence (B, T, d), pooled into a
             trained ``Dense(2, softmax)`` head; ``"logits"``: it returns the two logits (B, 2)
-            and the head only applies the softmax (and, once calibrated, the temperature and offset).
+            and the head only applies the softmax (and, once calibrated, the temperature and
+            offset).
         prepare: ``"module:function"`` called as ``prepare(classifier, train_batches)`` after
             the classifier is built and before it trains (``bow``: the idf weights), or None.
         explains: ``"attention"`` (the explained layer's attention weights) or

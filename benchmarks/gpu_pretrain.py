@@ -1,0 +1,354 @@
+"""Self-pretraining on a GPU: what a wider encoder, pretrained for longer, buys on IMDB.
+
+The device machine lent to some sessions has an H100 but no TensorFlow and no network (see
+README "On a GPU"), so this benchmark runs in two halves:
+
+``prepare OUT`` (here, TensorFlow): the pretraining text of ``configs/pretrain.yaml`` (49,000
+unlabelled reviews + the 15,000 of the training portion; the last 1,000 unlabelled ones held
+out), its vocabulary adapted by :func:`classifier.pretrain_data.pretrain_vectorizer` as
+``classify pretrain`` does, and the labelled splits (train 15,000, validation 10,000, test
+25,000), all as token ids in ``OUT/ids.npz`` plus ``OUT/vocabulary.txt``.
+
+``run IDS_DIR OUT`` (anywhere Keras runs; on the device under ``KERAS_BACKEND=jax``): our own
+:class:`~classifier.models.pretraining.MaskedLanguageModel` (the ``encoder`` variant's
+embedding, positions and :class:`~classifier.layers.Encoder`, output tied to the embedding)
+pretrained with BERT masking (15%; 80/10/10, as :func:`classifier.masking.mlm_mask`, here in
+NumPy) for a time budget; then, for the encoder from pretraining and from scratch alike, the
+``encoder`` classifier of :func:`~classifier.models.classifier.build_classifier` fine-tuned as
+``train.refit`` does: the epoch count and the learning rate chosen on the validation reviews
+(seed 1 tries each rate), then for seeds 1 to 3 a fresh model trained on all 25,000 labelled
+reviews for that many epochs and evaluated once on the 25,000 test reviews. It prints the
+tables and writes ``OUT/results.json`` and the pretrained encoder's weights.
+
+Usage::
+
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain.py prepare .gpu
+    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+warnings.filterwarnings("ignore", message="Explicitly requested dtype")  # int64 ids on JAX
+
+SPLITS = ("pretrain", "held_out", "train", "validation", "test")
+
+
+def prepare(out: Path, config: str) -> None:
+    """Token ids of every split, with the pretraining vocabulary (TensorFlow side)."""
+    import tensorflow as tf
+
+    from classifier.config import load_config
+    from classifier.data import load_raw_splits
+    from classifier.pretrain_data import load_texts, pretrain_vectorizer
+
+    cfg = load_config(config)
+    texts = load_texts(cfg)
+    vectorizer = pretrain_vectorizer(cfg, texts.train)
+    raw = load_raw_splits(cfg.data)
+    sources = {
+        "pretrain": texts.train.map(lambda text: (text, -1)),
+        "held_out": texts.held_out.map(lambda text: (text, -1)),
+        "train": raw.train,
+        "validation": raw.validation,
+        "test": raw.test,
+    }
+    arrays = {}
+    for name, dataset in sources.items():
+        ids, labels = [], []
+        for text, label in dataset.batch(1024):
+            batch = vectorizer(text).numpy()
+            ids.extend(row[row != 0] for row in batch)
+            labels.append(label.numpy())
+        arrays[f"{name}_tokens"] = np.concatenate(ids).astype(np.uint16)
+        arrays[f"{name}_lengths"] = np.array([len(row) for row in ids], np.int32)
+        arrays[f"{name}_labels"] = np.concatenate(labels).astype(np.int8)
+        print(f"{name}: {len(ids):,} reviews, {arrays[f'{name}_tokens'].size:,} tokens")
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out / "ids.npz", **arrays)
+    (out / "vocabulary.txt").write_text("\n".join(vectorizer.get_vocabulary()), "utf-8")
+    (out / "config.json").write_text(json.dumps({"config": config}), "utf-8")
+    del tf
+
+
+class Reviews:
+    """Reviews as a list of id arrays (no padding) and their labels."""
+
+    def __init__(self, tokens: np.ndarray, lengths: np.ndarray, labels: np.ndarray):
+        self.rows = np.split(tokens.astype(np.int32), np.cumsum(lengths)[:-1])
+        self.labels = labels.astype(np.int32)
+
+    @classmethod
+    def load(cls, ids, name: str) -> Reviews:
+        return cls(ids[f"{name}_tokens"], ids[f"{name}_lengths"], ids[f"{name}_labels"])
+
+    def __add__(self, other: Reviews) -> Reviews:
+        joined = Reviews.__new__(Reviews)
+        joined.rows = self.rows + other.rows
+        joined.labels = np.concatenate([self.labels, other.labels])
+        return joined
+
+    def batches(self, batch_size: int, rng: np.random.Generator | None, bucket: int):
+        """(ids (B, T), labels, n): batches of ``batch_size`` with T a multiple of ``bucket``,
+        so that XLA compiles few shapes. Shuffled with ``rng`` (the last partial batch is
+        dropped); in order without it, the last batch filled with all-padding rows (the
+        first ``n`` rows are real). Length-sorted within chunks of 50 batches: little padding."""
+        order = np.arange(len(self.rows)) if rng is None else rng.permutation(len(self.rows))
+        if rng is not None:
+            order = order[: len(order) - len(order) % batch_size]
+        chunk = batch_size * 50
+        for start in range(0, len(order), chunk):
+            part = order[start : start + chunk]
+            part = part[np.argsort([len(self.rows[i]) for i in part], kind="stable")]
+            groups = [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+            if rng is not None:
+                rng.shuffle(groups)
+            for group in groups:
+                width = bucket * math.ceil(max(len(self.rows[i]) for i in group) / bucket)
+                ids = np.zeros((batch_size, width), np.int32)
+                labels = np.zeros(batch_size, np.int32)
+                for j, i in enumerate(group):
+                    ids[j, : len(self.rows[i])] = self.rows[i]
+                labels[: len(group)] = self.labels[group]
+                yield ids, labels, len(group)
+
+
+def mlm_mask(ids: np.ndarray, rng: np.random.Generator, mask_id: int, rate: float = 0.15):
+    """NumPy twin of :func:`classifier.masking.mlm_mask` (same rule, another random stream):
+    per review k = min(n, max(1, round(rate n))) real tokens chosen; of them 80% -> [MASK],
+    10% -> a random word id in [2, mask_id), 10% kept. Returns the same four arrays."""
+    batch, length = ids.shape
+    real = ids != 0
+    counts = real.sum(1)
+    chosen_count = np.minimum(counts, np.maximum(np.rint(rate * counts).astype(int), 1))
+    slots = max(1, math.ceil(rate * length))
+    scores = np.where(real, rng.random((batch, length)), 2.0)
+    order = np.argsort(scores, axis=1, kind="stable")[:, :slots]
+    chosen = np.arange(slots)[None, :] < chosen_count[:, None]
+    positions = np.where(chosen, order, 0)
+    labels = np.where(chosen, np.take_along_axis(ids, order, axis=1), 0)
+    action = rng.random((batch, slots))
+    random_words = rng.integers(2, mask_id, (batch, slots))
+    replaced = np.where(action < 0.8, mask_id, np.where(action < 0.9, random_words, labels))
+    masked = ids.copy()
+    rows, cols = np.nonzero(chosen)
+    masked[rows, order[rows, cols]] = replaced[rows, cols]
+    return masked, positions.astype(np.int32), labels.astype(np.int32), chosen.astype("float32")
+
+
+def model_config(args, dropout: float):
+    from classifier.config import ModelConfig
+
+    return ModelConfig(
+        variant="encoder",
+        embed_dim=args.embed_dim,
+        num_heads=args.num_heads,
+        ff_dim=args.ff_dim,
+        num_layers=args.num_layers,
+        dropout=dropout,
+        position="sinusoidal",
+    )
+
+
+def warmup_inverse_sqrt(peak: float, warmup: int):
+    """Linear warm-up to ``peak`` over ``warmup`` steps, then peak * sqrt(warmup / step): a
+    schedule that needs no planned length (pretraining stops on a time budget)."""
+    import keras
+    from keras import ops
+
+    class Schedule(keras.optimizers.schedules.LearningRateSchedule):
+        def __call__(self, step):
+            step = ops.cast(step, "float32") + 1.0
+            return peak * ops.minimum(step / warmup, ops.sqrt(warmup / step))
+
+    return Schedule()
+
+
+def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]:
+    """MLM pretraining for ``args.pretrain_minutes``; the encoder and per-epoch figures."""
+    import keras
+
+    from classifier.models.pretraining import MaskedLanguageModel
+
+    keras.utils.set_random_seed(0)
+    mask_id = vocab_size - 1
+    data, held_out = Reviews.load(ids, "pretrain"), Reviews.load(ids, "held_out")
+    model = MaskedLanguageModel.from_model_config(
+        model_config(args, 0.1), vocab_size, args.sequence_length
+    )
+    model.compile(
+        optimizer=keras.optimizers.AdamW(
+            warmup_inverse_sqrt(args.pretrain_lr, 1000), weight_decay=0.01, clipnorm=1.0
+        ),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"
+        ),
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="acc")],
+    )
+    rng, fixed = np.random.default_rng(1), np.random.default_rng(2)
+    held = []  # the same masks every epoch, so that the held-out figures compare
+    for x, _, _ in held_out.batches(256, None, args.bucket):
+        masked, positions, labels, weights = mlm_mask(x, fixed, mask_id)
+        held.append(((masked, positions), labels, weights))
+    history, start, epoch = [], time.perf_counter(), 0
+    while time.perf_counter() - start < args.pretrain_minutes * 60:
+        epoch += 1
+        tick, losses = time.perf_counter(), []
+        for x, _, _ in data.batches(args.pretrain_batch, rng, args.bucket):
+            masked, positions, labels, weights = mlm_mask(x, rng, mask_id)
+            losses.append(model.train_on_batch((masked, positions), labels, weights)[0])
+            if time.perf_counter() - start > args.pretrain_minutes * 60:
+                break
+        sums = np.zeros(2)
+        for inputs, labels, weights in held:
+            n = weights.sum()
+            loss, acc = model.test_on_batch(inputs, labels, weights)
+            sums += np.array([loss, acc]) * n
+        total = sum(w.sum() for _, _, w in held)
+        row = {
+            "epoch": epoch,
+            "seconds": round(time.perf_counter() - tick, 1),
+            "train_loss": float(np.mean(losses)),
+            "heldout_loss": float(sums[0] / total),
+            "heldout_masked_accuracy": float(sums[1] / total),
+        }
+        history.append(row)
+        print("pretrain", json.dumps(row), flush=True)
+        model.encoder.save_weights(out / "encoder.weights.h5")
+    return model.encoder, history
+
+
+def fine_tune(args, ids, vocab_size: int, encoder, lr: float, seed: int, refit_epochs=None):
+    """One classifier run: select the epoch count on validation (``refit_epochs`` None), or
+    train on train + validation for ``refit_epochs`` and evaluate on test."""
+    import keras
+
+    from classifier.models.classifier import build_classifier
+
+    keras.utils.set_random_seed(seed)
+    model = build_classifier(model_config(args, args.dropout), vocab_size, args.sequence_length)
+    if encoder is not None:
+        for name in ("embedding", "encoder"):
+            model.get_layer(name).set_weights(encoder.get_layer(name).get_weights())
+    model.compile(
+        optimizer=keras.optimizers.AdamW(lr, weight_decay=0.01, clipnorm=1.0),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    train, validation = Reviews.load(ids, "train"), Reviews.load(ids, "validation")
+    rng = np.random.default_rng(seed)
+    if refit_epochs is not None:
+        train, validation = train + validation, Reviews.load(ids, "test")
+    scores, best = [], (0.0, 0)
+    for epoch in range(1, (refit_epochs or args.max_epochs) + 1):
+        for x, y, _ in train.batches(args.batch, rng, args.sequence_length):
+            model.train_on_batch(x, y)
+        if refit_epochs is not None and epoch < refit_epochs:
+            continue
+        correct = sum(
+            int((model.predict_on_batch(x)[:n].argmax(-1) == y[:n]).sum())
+            for x, y, n in validation.batches(256, None, args.sequence_length)
+        )
+        scores.append(correct / len(validation.labels))
+        if scores[-1] > best[0]:
+            best = (scores[-1], epoch)
+        elif refit_epochs is None and epoch - best[1] >= args.patience:
+            break
+    return {"seed": seed, "lr": lr, "scores": scores, "best": best[0], "epochs": best[1]}
+
+
+def run(args) -> None:
+    ids = np.load(Path(args.ids) / "ids.npz")
+    vocab_size = len((Path(args.ids) / "vocabulary.txt").read_text("utf-8").split("\n"))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import keras
+
+    print(f"Keras {keras.__version__}, backend {keras.backend.backend()}", flush=True)
+    tick = time.perf_counter()
+    encoder, history = pretrain(args, ids, vocab_size, out)
+    results = {"args": vars(args), "pretrain": history, "pretrain_s": time.perf_counter() - tick}
+    for name, start in (("pretrained", encoder), ("scratch", None)):
+        rates = args.pretrained_lrs if start is not None else args.scratch_lrs
+        choices = [fine_tune(args, ids, vocab_size, start, lr, 1) for lr in rates]
+        chosen = max(choices, key=lambda c: c["best"])
+        print(name, "choice", json.dumps(choices), flush=True)
+        tests = []
+        for seed in (1, 2, 3):
+            picked = (
+                chosen if seed == 1 else fine_tune(args, ids, vocab_size, start, chosen["lr"], seed)
+            )
+            refit = fine_tune(
+                args, ids, vocab_size, start, chosen["lr"], seed, refit_epochs=picked["epochs"]
+            )
+            tests.append(
+                {
+                    "seed": seed,
+                    "val": picked["best"],
+                    "epochs": picked["epochs"],
+                    "test": refit["scores"][-1],
+                }
+            )
+            print(name, "seed", json.dumps(tests[-1]), flush=True)
+        accuracy = [t["test"] for t in tests]
+        results[name] = {
+            "choices": choices,
+            "lr": chosen["lr"],
+            "seeds": tests,
+            "test_mean": float(np.mean(accuracy)),
+            "test_std": float(np.std(accuracy)),
+        }
+        (out / "results.json").write_text(json.dumps(results, indent=1), "utf-8")
+    print("\n| encoder | lr | val acc (seed 1..3) | epochs | test acc (refit) |")
+    print("|---|---:|---|---|---:|")
+    for name in ("pretrained", "scratch"):
+        r = results[name]
+        val = ", ".join(f"{t['val']:.4f}" for t in r["seeds"])
+        epochs = ", ".join(str(t["epochs"]) for t in r["seeds"])
+        print(
+            f"| {name} | {r['lr']:g} | {val} | {epochs} | "
+            f"{r['test_mean']:.4f} ± {r['test_std']:.4f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    prep = sub.add_parser("prepare", help="token ids of every split (TensorFlow)")
+    prep.add_argument("out", type=Path)
+    prep.add_argument("--config", default="configs/pretrain.yaml")
+    go = sub.add_parser("run", help="pretrain, then fine-tune 3 seeds from it and from scratch")
+    go.add_argument("ids")
+    go.add_argument("out")
+    go.add_argument("--pretrain-minutes", type=float, default=5.0)
+    go.add_argument("--pretrain-batch", type=int, default=128)
+    go.add_argument("--pretrain-lr", type=float, default=1e-3)
+    go.add_argument("--embed-dim", type=int, default=128)
+    go.add_argument("--num-heads", type=int, default=4)
+    go.add_argument("--ff-dim", type=int, default=512)
+    go.add_argument("--num-layers", type=int, default=4)
+    go.add_argument("--sequence-length", type=int, default=512)
+    go.add_argument("--bucket", type=int, default=256, help="pretraining pads to a multiple")
+    go.add_argument("--dropout", type=float, default=0.1)
+    go.add_argument("--batch", type=int, default=64)
+    go.add_argument("--max-epochs", type=int, default=6)
+    go.add_argument("--patience", type=int, default=2)
+    go.add_argument("--pretrained-lrs", type=float, nargs="+", default=[3e-5, 1e-4, 3e-4])
+    go.add_argument("--scratch-lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    args = parser.parse_args()
+    if args.command == "prepare":
+        prepare(args.out, args.config)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()

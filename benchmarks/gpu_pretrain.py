@@ -18,12 +18,17 @@ NumPy) for a time budget; then, for the encoder from pretraining and from scratc
 ``train.refit`` does: the epoch count and the learning rate chosen on the validation reviews
 (seed 1 tries each rate), then for seeds 1 to 3 a fresh model trained on all 25,000 labelled
 reviews for that many epochs and evaluated once on the 25,000 test reviews. It prints the
-tables and writes ``OUT/results.json`` and the pretrained encoder's weights.
+tables and writes ``OUT/results.json``, ``OUT/results.md``, ``OUT/pretraining.png`` and the
+pretrained encoder's weights (``OUT/encoder.weights.h5``, after every epoch).
 
 Usage::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain.py prepare .gpu
-    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 5
+    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 10
+    python benchmarks/gpu_pretrain.py report "$OUT/results.json" results.md pretraining.png
+
+The figures of 2026-11-22 (H100, 10 minutes of pretraining): README "Self-pretraining on a
+GPU", ``benchmarks/gpu_pretrain_results.md`` and ``docs/gpu-pretraining.png``.
 """
 
 from __future__ import annotations
@@ -307,16 +312,56 @@ def run(args) -> None:
             "test_std": float(np.std(accuracy)),
         }
         (out / "results.json").write_text(json.dumps(results, indent=1), "utf-8")
-    print("\n| encoder | lr | val acc (seed 1..3) | epochs | test acc (refit) |")
-    print("|---|---:|---|---|---:|")
+    print(report(results, out / "results.md", out / "pretraining.png"))
+
+
+def report(results: dict, markdown: Path, figure: Path) -> str:
+    """The tables of a ``results.json`` as markdown (written to ``markdown``, and returned),
+    and the pretraining curves as a PNG."""
+    from classifier.plots.runs import plot_training_curves
+
+    history = {key: [row[key] for row in results["pretrain"]] for key in results["pretrain"][0]}
+    plot_training_curves(
+        figure,
+        history,
+        splits=(("train", "training"), ("heldout", "held-out")),
+        metrics=("loss", "masked_accuracy"),
+    )
+    a = results["args"]
+    lines = [
+        f"### MLM pretraining: {a['embed_dim']} wide, {a['num_heads']} heads, feed-forward "
+        f"{a['ff_dim']}, {a['num_layers']} layers; {results['pretrain_s'] / 60:.1f} min",
+        "",
+        "| epoch | seconds | training loss | held-out loss | held-out masked-token accuracy |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["pretrain"]:
+        lines.append(
+            f"| {row['epoch']} | {row['seconds']:.1f} | {row['train_loss']:.4f} | "
+            f"{row['heldout_loss']:.4f} | {row['heldout_masked_accuracy']:.4f} |"
+        )
+    lines += [
+        "",
+        "### Fine-tuning: learning rate and epochs chosen on validation, then refit, 3 seeds",
+        "",
+        "| encoder | learning rate: best val acc (seed 1) | seed | best val acc | epochs | "
+        "test acc (refit) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for name in ("pretrained", "scratch"):
         r = results[name]
-        val = ", ".join(f"{t['val']:.4f}" for t in r["seeds"])
-        epochs = ", ".join(str(t["epochs"]) for t in r["seeds"])
-        print(
-            f"| {name} | {r['lr']:g} | {val} | {epochs} | "
-            f"{r['test_mean']:.4f} ± {r['test_std']:.4f} |"
+        tried = ", ".join(f"{c['lr']:g}: {c['best']:.4f}" for c in r["choices"])
+        for t in r["seeds"]:
+            lines.append(
+                f"| {name} | {tried} | {t['seed']} | {t['val']:.4f} | {t['epochs']} | "
+                f"{t['test']:.4f} |"
+            )
+        lines.append(
+            f"| {name} | | mean ± std | | | **{r['test_mean']:.4f} ± {r['test_std']:.4f}** |"
         )
+    text = "\n".join(lines) + "\n"
+    markdown.write_text(text, "utf-8")
+    return text
 
 
 def main() -> None:
@@ -343,9 +388,15 @@ def main() -> None:
     go.add_argument("--patience", type=int, default=2)
     go.add_argument("--pretrained-lrs", type=float, nargs="+", default=[3e-5, 1e-4, 3e-4])
     go.add_argument("--scratch-lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    show = sub.add_parser("report", help="a results.json as markdown tables and a curves PNG")
+    show.add_argument("results", type=Path)
+    show.add_argument("markdown", type=Path)
+    show.add_argument("figure", type=Path)
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.out, args.config)
+    elif args.command == "report":
+        print(report(json.loads(args.results.read_text("utf-8")), args.markdown, args.figure))
     else:
         run(args)
 

@@ -26,6 +26,11 @@ Usage::
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain.py prepare .gpu
     KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 10
     python benchmarks/gpu_pretrain.py report "$OUT/results.json" results.md pretraining.png
+    python benchmarks/gpu_pretrain.py export "$OUT/results.json" "$OUT/encoder.weights.h5" .gpu
+
+``export`` logs the encoder to MLflow as ``classify pretrain`` would (experiment
+``imdb-pretrain``, registered ``imdb-encoder``), so that ``classify train`` fine-tunes from it
+here (``configs/sweeps/pretraining-gpu.yaml``).
 
 The figures of 2026-11-22 (H100, 10 minutes of pretraining): README "Self-pretraining on a
 GPU", ``benchmarks/gpu_pretrain_results.md`` and ``docs/gpu-pretraining.png``.
@@ -364,6 +369,59 @@ def report(results: dict, markdown: Path, figure: Path) -> str:
     return text
 
 
+def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
+    """Log the GPU-pretrained encoder as ``classify pretrain`` logs one (TensorFlow side): an
+    ``imdb-pretrain`` run with the per-epoch metrics and the ``encoder/`` folder, registered as
+    ``imdb-encoder`` (alias ``newest``), so that ``model.init_from`` fine-tunes from it here."""
+    import tempfile
+
+    import mlflow
+
+    from classifier.encoder_artifact import ENCODER_DIR, register_encoder, write_encoder
+    from classifier.models.pretraining import build_encoder
+    from classifier.tracking import configure_tracking, ensure_experiment, git_commit
+
+    results = json.loads(results_path.read_text("utf-8"))
+    settings = results["args"]
+    sizes = model_config(argparse.Namespace(**settings), 0.1)
+    vocabulary = (ids_dir / "vocabulary.txt").read_text("utf-8").split("\n")
+    encoder = build_encoder(sizes, len(vocabulary), settings["sequence_length"])
+    encoder.load_weights(weights)
+    configure_tracking()
+    ensure_experiment("imdb-pretrain")
+    with mlflow.start_run(run_name="pretrain-mlm-gpu") as run:
+        mlflow.set_tags({"device": "GPU", "backend": "jax", "git_commit": git_commit()})
+        mlflow.log_params({f"gpu_pretrain.{key}": value for key, value in settings.items()})
+        for row in results["pretrain"]:
+            metrics = {key: value for key, value in row.items() if key not in ("epoch", "seconds")}
+            mlflow.log_metrics({**metrics, "epoch_time_s": row["seconds"]}, step=row["epoch"])
+        info = {
+            "objective": "mlm",
+            "epochs": len(results["pretrain"]),
+            "vocab_size": len(vocabulary),
+            "sequence_length": settings["sequence_length"],
+            "truncate": "tail",
+            "model": {
+                k: getattr(sizes, k)
+                for k in (
+                    "embed_dim",
+                    "num_heads",
+                    "ff_dim",
+                    "num_layers",
+                    "position",
+                    "norm_first",
+                )
+            },
+            "run_id": run.info.run_id,
+            "trained_by": "benchmarks/gpu_pretrain.py (Keras JAX backend, GPU)",
+        }
+        with tempfile.TemporaryDirectory() as folder:
+            written = write_encoder(encoder, vocabulary, Path(folder) / ENCODER_DIR, info)
+            mlflow.log_artifacts(str(written), ENCODER_DIR)
+        version = register_encoder(run.info.run_id, "imdb-encoder")
+    print(f"run {run.info.run_id}: encoder imdb-encoder v{version.version}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -388,6 +446,10 @@ def main() -> None:
     go.add_argument("--patience", type=int, default=2)
     go.add_argument("--pretrained-lrs", type=float, nargs="+", default=[3e-5, 1e-4, 3e-4])
     go.add_argument("--scratch-lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    put = sub.add_parser("export", help="log and register the encoder (TensorFlow, MLflow)")
+    put.add_argument("results", type=Path)
+    put.add_argument("weights", type=Path)
+    put.add_argument("ids", type=Path, help="the prepare folder (its vocabulary.txt)")
     show = sub.add_parser("report", help="a results.json as markdown tables and a curves PNG")
     show.add_argument("results", type=Path)
     show.add_argument("markdown", type=Path)
@@ -395,6 +457,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "prepare":
         prepare(args.out, args.config)
+    elif args.command == "export":
+        export(args.results, args.weights, args.ids)
     elif args.command == "report":
         print(report(json.loads(args.results.read_text("utf-8")), args.markdown, args.figure))
     else:

@@ -49,13 +49,9 @@ import numpy as np
 
 warnings.filterwarnings("ignore", message="Explicitly requested dtype")  # int64 ids on JAX
 
-SPLITS = ("pretrain", "held_out", "train", "validation", "test")
-
 
 def prepare(out: Path, config: str) -> None:
     """Token ids of every split, with the pretraining vocabulary (TensorFlow side)."""
-    import tensorflow as tf
-
     from classifier.config import load_config
     from classifier.data import load_raw_splits
     from classifier.pretrain_data import load_texts, pretrain_vectorizer
@@ -85,8 +81,6 @@ def prepare(out: Path, config: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out / "ids.npz", **arrays)
     (out / "vocabulary.txt").write_text("\n".join(vectorizer.get_vocabulary()), "utf-8")
-    (out / "config.json").write_text(json.dumps({"config": config}), "utf-8")
-    del tf
 
 
 class Reviews:

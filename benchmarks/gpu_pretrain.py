@@ -1,36 +1,29 @@
 """Self-pretraining on a GPU: what a wider encoder, pretrained for longer, buys on IMDB.
 
 The device machine lent to some sessions has an H100 but no TensorFlow and no network (see
-README "On a GPU"), so this benchmark runs in two halves:
+README "On a GPU"). So ``benchmarks/gpu_pretrain_host.py prepare`` turns the text into token
+ids here, with TensorFlow, and this script runs where Keras runs, on the device under
+``KERAS_BACKEND=jax``.
 
-``prepare OUT`` (here, TensorFlow): the pretraining text of ``configs/pretrain.yaml`` (49,000
-unlabelled reviews + the 15,000 of the training portion; the last 1,000 unlabelled ones held
-out), its vocabulary adapted by :func:`classifier.pretrain_data.pretrain_vectorizer` as
-``classify pretrain`` does, and the labelled splits (train 15,000, validation 10,000, test
-25,000), all as token ids in ``OUT/ids.npz`` plus ``OUT/vocabulary.txt``.
-
-``run IDS_DIR OUT`` (anywhere Keras runs; on the device under ``KERAS_BACKEND=jax``): our own
-:class:`~classifier.models.pretraining.MaskedLanguageModel` (the ``encoder`` variant's
-embedding, positions and :class:`~classifier.layers.Encoder`, output tied to the embedding)
-pretrained with BERT masking (15%; 80/10/10, as :func:`classifier.masking.mlm_mask`, here in
-NumPy) for a time budget; then, for the encoder from pretraining and from scratch alike, the
-``encoder`` classifier of :func:`~classifier.models.classifier.build_classifier` fine-tuned as
-``train.refit`` does: the epoch count and the learning rate chosen on the validation reviews
-(seed 1 tries each rate), then for seeds 1 to 3 a fresh model trained on all 25,000 labelled
-reviews for that many epochs and evaluated once on the 25,000 test reviews. It prints the
-tables and writes ``OUT/results.json``, ``OUT/results.md``, ``OUT/pretraining.png`` and the
-pretrained encoder's weights (``OUT/encoder.weights.h5``, after every epoch).
+``run IDS_DIR OUT``: our own :class:`~classifier.models.pretraining.MaskedLanguageModel` (the
+``encoder`` variant's embedding, positions and :class:`~classifier.layers.Encoder`, output tied
+to the embedding) pretrained with BERT masking (15%; 80/10/10, as
+:func:`classifier.masking.mlm_mask`, here in NumPy) for a time budget; then, for the encoder
+from pretraining and from scratch alike, the ``encoder`` classifier of
+:func:`~classifier.models.classifier.build_classifier` fine-tuned as ``train.refit`` does: the
+epoch count and the learning rate chosen on the validation reviews (seed 1 tries each rate),
+then for seeds 1 to 3 a fresh model trained on all 25,000 labelled reviews for that many epochs
+and evaluated once on the 25,000 test reviews. It prints the tables and writes
+``OUT/results.json``, ``OUT/results.md``, ``OUT/pretraining.png`` and the pretrained encoder's
+weights (``OUT/encoder.weights.h5``, after every epoch). ``report`` redraws the tables and the
+figure from a ``results.json``.
 
 Usage::
 
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain.py prepare .gpu
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain_host.py prepare .gpu
     KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 10
     python benchmarks/gpu_pretrain.py report "$OUT/results.json" results.md pretraining.png
-    python benchmarks/gpu_pretrain.py export "$OUT/results.json" "$OUT/encoder.weights.h5" .gpu
-
-``export`` logs the encoder to MLflow as ``classify pretrain`` would (experiment
-``imdb-pretrain``, registered ``imdb-encoder``), so that ``classify train`` fine-tunes from it
-here (``configs/sweeps/pretraining-gpu.yaml``).
+    python benchmarks/gpu_pretrain_host.py export "$OUT/results.json" "$OUT/encoder.weights.h5" .gpu
 
 The figures of 2026-11-22 (H100, 10 minutes of pretraining): README "Self-pretraining on a
 GPU", ``benchmarks/gpu_pretrain_results.md`` and ``docs/gpu-pretraining.png``.
@@ -48,39 +41,6 @@ from pathlib import Path
 import numpy as np
 
 warnings.filterwarnings("ignore", message="Explicitly requested dtype")  # int64 ids on JAX
-
-
-def prepare(out: Path, config: str) -> None:
-    """Token ids of every split, with the pretraining vocabulary (TensorFlow side)."""
-    from classifier.config import load_config
-    from classifier.data import load_raw_splits
-    from classifier.pretrain_data import load_texts, pretrain_vectorizer
-
-    cfg = load_config(config)
-    texts = load_texts(cfg)
-    vectorizer = pretrain_vectorizer(cfg, texts.train)
-    raw = load_raw_splits(cfg.data)
-    sources = {
-        "pretrain": texts.train.map(lambda text: (text, -1)),
-        "held_out": texts.held_out.map(lambda text: (text, -1)),
-        "train": raw.train,
-        "validation": raw.validation,
-        "test": raw.test,
-    }
-    arrays = {}
-    for name, dataset in sources.items():
-        ids, labels = [], []
-        for text, label in dataset.batch(1024):
-            batch = vectorizer(text).numpy()
-            ids.extend(row[row != 0] for row in batch)
-            labels.append(label.numpy())
-        arrays[f"{name}_tokens"] = np.concatenate(ids).astype(np.uint16)
-        arrays[f"{name}_lengths"] = np.array([len(row) for row in ids], np.int32)
-        arrays[f"{name}_labels"] = np.concatenate(labels).astype(np.int8)
-        print(f"{name}: {len(ids):,} reviews, {arrays[f'{name}_tokens'].size:,} tokens")
-    out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / "ids.npz", **arrays)
-    (out / "vocabulary.txt").write_text("\n".join(vectorizer.get_vocabulary()), "utf-8")
 
 
 class Reviews:
@@ -363,65 +323,9 @@ def report(results: dict, markdown: Path, figure: Path) -> str:
     return text
 
 
-def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
-    """Log the GPU-pretrained encoder as ``classify pretrain`` logs one (TensorFlow side): an
-    ``imdb-pretrain`` run with the per-epoch metrics and the ``encoder/`` folder, registered as
-    ``imdb-encoder`` (alias ``newest``), so that ``model.init_from`` fine-tunes from it here."""
-    import tempfile
-
-    import mlflow
-
-    from classifier.encoder_artifact import ENCODER_DIR, register_encoder, write_encoder
-    from classifier.models.pretraining import build_encoder
-    from classifier.tracking import configure_tracking, ensure_experiment, git_commit
-
-    results = json.loads(results_path.read_text("utf-8"))
-    settings = results["args"]
-    sizes = model_config(argparse.Namespace(**settings), 0.1)
-    vocabulary = (ids_dir / "vocabulary.txt").read_text("utf-8").split("\n")
-    encoder = build_encoder(sizes, len(vocabulary), settings["sequence_length"])
-    encoder.load_weights(weights)
-    configure_tracking()
-    ensure_experiment("imdb-pretrain")
-    with mlflow.start_run(run_name="pretrain-mlm-gpu") as run:
-        mlflow.set_tags({"device": "GPU", "backend": "jax", "git_commit": git_commit()})
-        mlflow.log_params({f"gpu_pretrain.{key}": value for key, value in settings.items()})
-        for row in results["pretrain"]:
-            metrics = {key: value for key, value in row.items() if key not in ("epoch", "seconds")}
-            mlflow.log_metrics({**metrics, "epoch_time_s": row["seconds"]}, step=row["epoch"])
-        info = {
-            "objective": "mlm",
-            "epochs": len(results["pretrain"]),
-            "vocab_size": len(vocabulary),
-            "sequence_length": settings["sequence_length"],
-            "truncate": "tail",
-            "model": {
-                k: getattr(sizes, k)
-                for k in (
-                    "embed_dim",
-                    "num_heads",
-                    "ff_dim",
-                    "num_layers",
-                    "position",
-                    "norm_first",
-                )
-            },
-            "run_id": run.info.run_id,
-            "trained_by": "benchmarks/gpu_pretrain.py (Keras JAX backend, GPU)",
-        }
-        with tempfile.TemporaryDirectory() as folder:
-            written = write_encoder(encoder, vocabulary, Path(folder) / ENCODER_DIR, info)
-            mlflow.log_artifacts(str(written), ENCODER_DIR)
-        version = register_encoder(run.info.run_id, "imdb-encoder")
-    print(f"run {run.info.run_id}: encoder imdb-encoder v{version.version}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    prep = sub.add_parser("prepare", help="token ids of every split (TensorFlow)")
-    prep.add_argument("out", type=Path)
-    prep.add_argument("--config", default="configs/pretrain.yaml")
     go = sub.add_parser("run", help="pretrain, then fine-tune 3 seeds from it and from scratch")
     go.add_argument("ids")
     go.add_argument("out")
@@ -440,20 +344,12 @@ def main() -> None:
     go.add_argument("--patience", type=int, default=2)
     go.add_argument("--pretrained-lrs", type=float, nargs="+", default=[3e-5, 1e-4, 3e-4])
     go.add_argument("--scratch-lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
-    put = sub.add_parser("export", help="log and register the encoder (TensorFlow, MLflow)")
-    put.add_argument("results", type=Path)
-    put.add_argument("weights", type=Path)
-    put.add_argument("ids", type=Path, help="the prepare folder (its vocabulary.txt)")
     show = sub.add_parser("report", help="a results.json as markdown tables and a curves PNG")
     show.add_argument("results", type=Path)
     show.add_argument("markdown", type=Path)
     show.add_argument("figure", type=Path)
     args = parser.parse_args()
-    if args.command == "prepare":
-        prepare(args.out, args.config)
-    elif args.command == "export":
-        export(args.results, args.weights, args.ids)
-    elif args.command == "report":
+    if args.command == "report":
         print(report(json.loads(args.results.read_text("utf-8")), args.markdown, args.figure))
     else:
         run(args)

@@ -162,6 +162,7 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
     for x, _, _ in held_out.batches(256, None, args.bucket):
         masked, positions, labels, weights = mlm_mask(x, fixed, mask_id)
         held.append(((masked, positions), labels, weights))
+    total = sum(w.sum() for _, _, w in held)  # predicted held-out tokens
     history, start, epoch = [], time.perf_counter(), 0
     while time.perf_counter() - start < args.pretrain_minutes * 60:
         epoch += 1
@@ -176,7 +177,6 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
             n = weights.sum()
             loss, acc = model.test_on_batch(inputs, labels, weights)
             sums += np.array([loss, acc]) * n
-        total = sum(w.sum() for _, _, w in held)
         row = {
             "epoch": epoch,
             "seconds": round(time.perf_counter() - tick, 1),
@@ -190,16 +190,17 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
     return model.encoder, history
 
 
-def fine_tune(args, ids, vocab_size: int, encoder, lr: float, seed: int, refit_epochs=None):
-    """One classifier run: select the epoch count on validation (``refit_epochs`` None), or
-    train on train + validation for ``refit_epochs`` and evaluate on test."""
+def fine_tune(args, splits, vocab_size: int, encoder, lr: float, seed: int, refit_epochs=None):
+    """One classifier run on ``splits`` (``train``, ``validation``, ``test`` :class:`Reviews`):
+    select the epoch count on validation (``refit_epochs`` None), or train on train +
+    validation for ``refit_epochs`` and evaluate on test."""
     import keras
 
     from classifier.models.classifier import build_classifier
 
     keras.utils.set_random_seed(seed)
     model = build_classifier(model_config(args, args.dropout), vocab_size, args.sequence_length)
-    if encoder is not None:
+    if encoder is not None:  # as PretrainedEncoder.copy_into, whose module needs MLflow
         for name in ("embedding", "encoder"):
             model.get_layer(name).set_weights(encoder.get_layer(name).get_weights())
     model.compile(
@@ -207,10 +208,10 @@ def fine_tune(args, ids, vocab_size: int, encoder, lr: float, seed: int, refit_e
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
-    train, validation = Reviews.load(ids, "train"), Reviews.load(ids, "validation")
+    train, validation = splits["train"], splits["validation"]
     rng = np.random.default_rng(seed)
     if refit_epochs is not None:
-        train, validation = train + validation, Reviews.load(ids, "test")
+        train, validation = train + validation, splits["test"]
     scores, best = [], (0.0, 0)
     for epoch in range(1, (refit_epochs or args.max_epochs) + 1):
         for x, y, _ in train.batches(args.batch, rng, args.sequence_length):
@@ -239,19 +240,22 @@ def run(args) -> None:
     print(f"Keras {keras.__version__}, backend {keras.backend.backend()}", flush=True)
     tick = time.perf_counter()
     encoder, history = pretrain(args, ids, vocab_size, out)
+    splits = {name: Reviews.load(ids, name) for name in ("train", "validation", "test")}
     results = {"args": vars(args), "pretrain": history, "pretrain_s": time.perf_counter() - tick}
     for name, start in (("pretrained", encoder), ("scratch", None)):
         rates = args.pretrained_lrs if start is not None else args.scratch_lrs
-        choices = [fine_tune(args, ids, vocab_size, start, lr, 1) for lr in rates]
+        choices = [fine_tune(args, splits, vocab_size, start, lr, 1) for lr in rates]
         chosen = max(choices, key=lambda c: c["best"])
         print(name, "choice", json.dumps(choices), flush=True)
         tests = []
         for seed in (1, 2, 3):
             picked = (
-                chosen if seed == 1 else fine_tune(args, ids, vocab_size, start, chosen["lr"], seed)
+                chosen
+                if seed == 1
+                else fine_tune(args, splits, vocab_size, start, chosen["lr"], seed)
             )
             refit = fine_tune(
-                args, ids, vocab_size, start, chosen["lr"], seed, refit_epochs=picked["epochs"]
+                args, splits, vocab_size, start, chosen["lr"], seed, refit_epochs=picked["epochs"]
             )
             tests.append(
                 {

@@ -71,6 +71,7 @@ def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
 
     from classifier.encoder_artifact import ENCODER_DIR, register_encoder, write_encoder
     from classifier.models.pretraining import build_encoder
+    from classifier.pretrain import ENCODER_KEYS
     from classifier.tracking import configure_tracking, ensure_experiment, git_commit
 
     results = json.loads(results_path.read_text("utf-8"))
@@ -93,17 +94,7 @@ def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
             "vocab_size": len(vocabulary),
             "sequence_length": settings["sequence_length"],
             "truncate": "tail",
-            "model": {
-                k: getattr(sizes, k)
-                for k in (
-                    "embed_dim",
-                    "num_heads",
-                    "ff_dim",
-                    "num_layers",
-                    "position",
-                    "norm_first",
-                )
-            },
+            "model": {key: getattr(sizes, key) for key in ENCODER_KEYS},
             "run_id": run.info.run_id,
             "trained_by": "benchmarks/gpu_pretrain.py (Keras JAX backend, GPU)",
         }

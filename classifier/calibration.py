@@ -11,9 +11,8 @@ T > 1 softens an over-confident model; T < 1 (at least 0.1) sharpens an under-co
 dividing by T changes no label at threshold 0.5. The offset moves the threshold instead: a model
 whose early-stopped weights say positive too often or too rarely (mean P(positive) off the
 share of positive reviews) is shifted back, which does change labels, as a threshold chosen on
-the validation reviews would. ``offset=False`` fits T alone (a refit model, trained on the
-validation reviews, keeps the temperature of the model chosen on them: an offset is particular
-to the weights it was fitted on, a temperature carries over).
+the validation reviews would. ``offset=False`` fits T alone. (A refit model, trained on the
+validation reviews, is calibrated without them: :class:`classifier.refit.ChosenConfidence`.)
 
 Example (a trained classifier and its validation pipeline)::
 

@@ -77,6 +77,13 @@ def load_unsupervised(cfg: DataConfig) -> tf.data.Dataset:
     return tfds_load("unsupervised", cfg, as_supervised=True).map(lambda text, _: text)
 
 
+def load_last_unlabelled(cfg: DataConfig, count: int) -> tuple[tf.data.Dataset, int]:
+    """The last ``count`` unlabelled reviews (all of them where the split holds fewer), as
+    ``(text, -1)`` pairs, and how many that is."""
+    count = min(count, split_sizes(cfg)["unsupervised"])
+    return tfds_load(f"unsupervised[-{count}:]", cfg, as_supervised=True), count
+
+
 @keras.saving.register_keras_serializable(package="classifier")
 def standardize_review(text: tf.Tensor) -> tf.Tensor:
     """Lowercase, turn control characters and ``<br />`` into spaces, drop apostrophes and

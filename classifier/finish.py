@@ -37,8 +37,9 @@ def finish_run(
     """Calibrate, evaluate, log and register the trained ``model``; return ``(test metrics,
     registered ModelVersion)``.
 
-    ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model
-    trained on the validation reviews takes the temperature of the model chosen on them).
+    ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model,
+    trained on the validation reviews, gets one matched to the chosen model's confidence:
+    :class:`classifier.refit.ChosenConfidence`).
     """
     if calibration is None:
         calibration = calibrate(model, data.validation)  # fitted on validation, folded in

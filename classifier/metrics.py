@@ -168,6 +168,57 @@ def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tupl
     return float(np.exp(-log_inverse)), float(best_offset(log_inverse))
 
 
+def match_temperature_and_offset(
+    log_odds: np.ndarray, reference: np.ndarray
+) -> tuple[float, float]:
+    """``(T, b)`` such that ``sigmoid(log_odds / T + b)`` has the mean and the mean binary
+    entropy of ``sigmoid(reference)``, both log-odds on the same (unlabelled) reviews: a
+    calibration found without labels, by matching a calibrated model's confidence.
+
+    The mean fixes the lean (for each T, b is the one offset giving that mean) and the mean
+    entropy the spread (it falls as 1/T grows). Every target is reachable: a mean entropy is
+    never above the entropy of the mean. Unlike fitting the cross-entropy against the
+    reference as soft labels, this leaves T unbiased where the two models disagree on single
+    reviews. T and b keep the ranges of :func:`fit_temperature_and_offset`.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> honest = rng.normal(0.0, 3.0, 4000)  # log-odds of a calibrated model
+        >>> t, b = match_temperature_and_offset(honest * 3 - 1.5, honest)
+        >>> round(t, 3), round(b, 3)
+        (3.0, 0.5)
+    """
+    d = np.asarray(log_odds, dtype=np.float64)
+    target_mean = float(np.mean(sigmoid(reference)))
+    target_entropy = mean_entropy(reference)
+
+    def offset_for(log_inverse: float) -> float:
+        scaled = d * np.exp(log_inverse)
+        return _golden_minimum(
+            lambda b: (np.mean(sigmoid(scaled + b)) - target_mean) ** 2, *OFFSET, steps=80
+        )
+
+    def entropy_gap(log_inverse: float) -> float:
+        calibrated = d * np.exp(log_inverse) + offset_for(log_inverse)
+        return (mean_entropy(calibrated) - target_entropy) ** 2
+
+    log_inverse = _golden_minimum(entropy_gap, *LOG_INVERSE_T, steps=80)
+    return float(np.exp(-log_inverse)), float(offset_for(log_inverse))
+
+
+def mean_entropy(log_odds: np.ndarray) -> float:
+    """Mean binary entropy (nats) of ``sigmoid(log_odds)``, exact in the tails.
+
+    Example:
+        >>> round(mean_entropy(np.array([0.0, 1000.0])), 4)  # ln 2 and 0
+        0.3466
+    """
+    z = np.asarray(log_odds, dtype=np.float64)
+    # H = p * softplus(-z) + (1 - p) * softplus(z), with p = sigmoid(z)
+    p = sigmoid(z)
+    return float(np.mean(p * np.logaddexp(0.0, -z) + (1.0 - p) * np.logaddexp(0.0, z)))
+
+
 LOG_INVERSE_T = (-7.0, float(np.log(10.0)))  # log(1 / T): T from 0.1 to e^7 (about 1100)
 OFFSET = (-10.0, 10.0)  # the offset b, in log-odds
 

@@ -6,28 +6,52 @@ the training and validation reviews together, for the chosen number of epochs, a
 is the one evaluated on the test split and registered. The run is tagged ``refit=true`` and
 logs ``data.refit_train_reviews``.
 
+The refit model has no held-out labelled review left to fit its calibration on (the test
+split chooses nothing). :class:`ChosenConfidence` carries it over instead: the model chosen
+on the validation reviews is calibrated there (temperature and offset), its log-odds on the
+last unlabelled reviews are kept, and the refit model gets the temperature and offset that
+give it the same mean P(positive) and mean entropy on those reviews
+(:func:`~classifier.metrics.match_temperature_and_offset`). No label is read for that.
+
 Example (inside a training run, after the selection phase)::
 
+    chosen = ChosenConfidence.of(cfg, model, vectorizer, data.validation, echo=print)
     model, vectorizer, data = refit(cfg, raw, epochs=9, history={}, echo=print)
+    calibration = chosen.calibration_for(model, vectorizer, echo=print)
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import keras
 import mlflow
+import numpy as np
 import tensorflow as tf
 
+from classifier.calibration import Calibration, calibrate, head_log_odds
 from classifier.config import Config
-from classifier.data import Datasets, RawSplits, ReviewVectorizer, build_vectorizer, make_datasets
+from classifier.data import (
+    Datasets,
+    RawSplits,
+    ReviewVectorizer,
+    build_vectorizer,
+    load_last_unlabelled,
+    make_datasets,
+    vectorize,
+)
 from classifier.encoder_artifact import PretrainedEncoder
 from classifier.errors import TrainingDiverged
+from classifier.metrics import match_temperature_and_offset
 from classifier.models import variants
 from classifier.models.classifier import build_classifier
 
 REFIT_TAG = "refit"  # "true" on a run whose registered model was refit on all labelled reviews
+#: The last this many unlabelled reviews (all, where the split holds fewer): where a refit
+#: model's confidence is matched to the chosen model's. Neither model trains on them.
+CALIBRATION_REVIEWS = 5000
 
 
 def new_model(
@@ -111,3 +135,58 @@ class RefitTracker(keras.callbacks.Callback):
             f"refit {epoch + 1:>2}/{self.epochs}  loss {metrics['refit_train_loss']:.4f}  "
             f"acc {metrics['refit_train_accuracy']:.4f}  {metrics['refit_epoch_time_s']:.1f}s"
         )
+
+
+@dataclass
+class ChosenConfidence:
+    """The model chosen on the validation reviews, calibrated there, as its calibrated
+    log-odds on the last unlabelled reviews: what a refit model's calibration is matched to."""
+
+    chosen: Calibration  # fitted on the validation reviews and folded into the chosen model
+    unlabelled: tf.data.Dataset  # (text, -1) pairs
+    log_odds: np.ndarray  # the calibrated chosen model's, on ``unlabelled``
+    batch_size: int
+
+    @classmethod
+    def of(
+        cls,
+        cfg: Config,
+        model: keras.Model,
+        vectorizer: ReviewVectorizer,
+        validation: tf.data.Dataset,
+        echo: Callable[[str], None],
+    ) -> ChosenConfidence:
+        """Calibrate ``model`` on ``validation`` (folded in) and read its log-odds on the last
+        :data:`CALIBRATION_REVIEWS` unlabelled reviews."""
+        chosen = calibrate(model, validation)
+        unlabelled, count = load_last_unlabelled(cfg.data, CALIBRATION_REVIEWS)
+        batch_size = cfg.data.batch_size
+        log_odds, _ = head_log_odds(model, _batches(unlabelled, vectorizer, batch_size))
+        mlflow.log_params({"data.refit_calibration_reviews": count})
+        mlflow.log_metrics(
+            {"chosen_temperature": chosen.temperature, "chosen_calibration_offset": chosen.offset}
+        )
+        echo(
+            f"calibration of the chosen model on the validation reviews: T {chosen.temperature:.2f}"
+            f", offset {chosen.offset:+.2f}; its confidence on {count:,} unlabelled reviews kept"
+        )
+        return cls(chosen, unlabelled, log_odds, batch_size)
+
+    def calibration_for(
+        self, model: keras.Model, vectorizer: ReviewVectorizer, echo: Callable[[str], None]
+    ) -> Calibration:
+        """The temperature and offset that give the refit ``model`` (not yet calibrated) the
+        chosen model's mean P(positive) and mean entropy on the same unlabelled reviews."""
+        log_odds, _ = head_log_odds(model, _batches(self.unlabelled, vectorizer, self.batch_size))
+        calibration = Calibration(*match_temperature_and_offset(log_odds, self.log_odds))
+        echo(
+            f"calibration of the refit model, matched on the unlabelled reviews: "
+            f"T {calibration.temperature:.2f}, offset {calibration.offset:+.2f}"
+        )
+        return calibration
+
+
+def _batches(unlabelled, vectorizer, batch_size):
+    """Unlabelled reviews as batches of similar length (only means are compared: the order of
+    the reviews does not matter)."""
+    return vectorize(unlabelled, vectorizer, batch_size, bucket_by_length=True)

@@ -44,7 +44,6 @@ import mlflow
 import tensorflow as tf
 import yaml
 
-from classifier.calibration import calibrate
 from classifier.config import Config
 from classifier.data import (
     ReviewVectorizer,
@@ -60,7 +59,7 @@ from classifier.interrupts import deferred_interrupt
 from classifier.leases import Heartbeat, claimed
 from classifier.models.classifier import build_classifier
 from classifier.precision import as_float32, device_note, precision_policy, training_device
-from classifier.refit import new_model, refit
+from classifier.refit import ChosenConfidence, new_model, refit
 from classifier.resume import load_resume_state, log_missing_metrics
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 
@@ -211,15 +210,17 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
                 verbose=0,
             )
             callback.restore_best(model)
-            calibration = None
-            if cfg.train.refit:  # the temperature of the model chosen on validation reviews
-                calibration = calibrate(model, data.validation, offset=False)
+            chosen = calibration = None
+            if cfg.train.refit:  # the chosen model's calibrated confidence, carried over
+                chosen = ChosenConfidence.of(cfg, model, vectorizer, data.validation, echo)
                 model, vectorizer, data = refit(
                     cfg, raw, progress.best_epoch, progress.history, echo, encoder
                 )
             with precision_policy(False):  # what is evaluated and saved computes in float32
                 shape = (cfg.data.vocab_size, cfg.data.sequence_length)
                 model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
+                if chosen:
+                    calibration = chosen.calibration_for(model, vectorizer, echo)
                 result = _evaluate_and_log(
                     cfg, model, vectorizer, data, progress, workdir, run_id, calibration
                 )

@@ -19,6 +19,9 @@ from classifier.metrics import (
     expected_calibration_error,
     fit_temperature,
     fit_temperature_and_offset,
+    match_temperature_and_offset,
+    mean_entropy,
+    sigmoid,
 )
 from classifier.models.classifier import build_classifier
 from classifier.predict import predict_texts
@@ -40,6 +43,28 @@ def test_ece_by_hand():
     assert expected_calibration_error(labels, p) == pytest.approx(expected)
     assert confidence[14] == pytest.approx(0.98) and positive[14] == 1.0
     assert expected_calibration_error(np.array([1, 0]), np.array([1.0, 0.0])) == 0.0
+
+
+@pytest.mark.parametrize("temperature, offset", [(3.0, 0.5), (0.4, -1.2), (1.0, 0.0), (25.0, 2.0)])
+def test_matching_a_reference_recovers_its_temperature_and_offset(temperature, offset):
+    rng = np.random.default_rng(2)
+    reference = rng.normal(0.3, 2.5, 3000)  # a calibrated model's log-odds, unlabelled reviews
+    other = (reference - offset) * temperature  # another model: surer (or less), leaning
+    t, b = match_temperature_and_offset(other, reference)
+    assert (t, b) == (pytest.approx(temperature, rel=1e-6), pytest.approx(offset, abs=1e-6))
+
+
+def test_matching_gives_the_reference_mean_and_entropy_for_a_different_model():
+    rng = np.random.default_rng(3)
+    reference = rng.normal(0.0, 2.0, 3000)
+    other = 3 * reference + rng.normal(0.0, 2.0, 3000) - 1.0  # disagrees on single reviews
+    t, b = match_temperature_and_offset(other, reference)
+    matched = other / t + b
+    assert np.mean(sigmoid(matched)) == pytest.approx(np.mean(sigmoid(reference)), abs=1e-9)
+    assert mean_entropy(matched) == pytest.approx(mean_entropy(reference), abs=1e-9)
+    # Fitting the reference's probabilities as soft labels would shrink this model's
+    # confidence for the disagreement itself; matching does not: the spread stays.
+    assert np.std(matched) == pytest.approx(np.std(reference), rel=0.1)
 
 
 def test_fitted_temperature_minimises_the_loss():

@@ -3,11 +3,20 @@ trained on training and validation reviews together and is the one evaluated and
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import keras
+import mlflow
+import numpy as np
+import pytest
 from mlflow.tracking import MlflowClient
 
+from classifier.calibration import Calibration, head_log_odds
 from classifier.compare import compare
 from classifier.config import load_config
+from classifier.data import ReviewVectorizer, load_last_unlabelled, vectorize
 from classifier.keras_predict import vectorizer_of
+from classifier.metrics import mean_entropy, sigmoid
 from classifier.registry import load_model
 from classifier.train import train
 from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
@@ -44,12 +53,56 @@ def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixtur
     # The registered model's vocabulary was adapted on the validation reviews too.
     model = load_model("models:/imdb-refit-test@newest")
     assert VALIDATION_ONLY_WORD in vectorizer_of(model).get_vocabulary()
-    # Only the temperature carries over to the refit model: an offset is particular to the
-    # weights it was fitted on.
-    assert run.data.metrics["temperature"] > 0
-    assert run.data.metrics["calibration_offset"] == 0.0
+    assert params["data.refit_calibration_reviews"] == "10"  # the fixture's unlabelled reviews
     (row,) = compare(experiment=EXPERIMENT)
     assert row.key_params.endswith("refit")
+
+
+def test_the_refit_model_has_the_chosen_models_calibrated_confidence(store, fixture_data_dir):
+    """No labelled review is left to calibrate a refit model on: it gets the temperature and
+    offset that give it the calibrated chosen model's mean P(positive) and mean entropy on the
+    unlabelled reviews."""
+    cfg = load_config(
+        None,
+        [
+            *fixture_data_overrides(fixture_data_dir),
+            "model.variant=attention",
+            "train.epochs=3",
+            "train.early_stopping_patience=null",
+            "train.learning_rate=0.01",
+            "train.refit=true",
+            "train.registered_model=imdb-refit-calibration-test",
+            "experiment=refit-calibration-tests",
+        ],
+    )
+    lines: list[str] = []
+    result = train(cfg, echo=lines.append)
+    metrics = MlflowClient().get_run(result.run_id).data.metrics
+    unlabelled, _ = load_last_unlabelled(cfg.data, 10)
+
+    # The chosen model: the best epoch's weights, with the calibration fitted on validation.
+    checkpoint = Path(mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/checkpoint"))
+    chosen = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
+    chosen.load_weights(checkpoint / "best.weights.h5")
+    vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
+    chosen_vectorizer = ReviewVectorizer(64, 24, cfg.data.truncate, vocabulary)
+    calibration = Calibration(metrics["chosen_temperature"], metrics["chosen_calibration_offset"])
+    reference, _ = head_log_odds(chosen, vectorize(unlabelled, chosen_vectorizer, 16))
+    reference = calibration.apply(reference)
+
+    # The registered refit model (its calibration folded in) on the same reviews.
+    refit_model = load_model("models:/imdb-refit-calibration-test@newest")
+    refit_classifier = refit_model.layers[-1]
+    log_odds, _ = head_log_odds(refit_classifier, vectorize(unlabelled, refit_model.layers[1], 16))
+
+    assert np.mean(sigmoid(log_odds)) == pytest.approx(np.mean(sigmoid(reference)), abs=1e-6)
+    assert mean_entropy(log_odds) == pytest.approx(mean_entropy(reference), abs=1e-6)
+    assert metrics["temperature"] != metrics["chosen_temperature"]  # not a copy: matched
+    t, offset = metrics["temperature"], metrics["calibration_offset"]
+    assert (
+        f"calibration of the refit model, matched on the unlabelled reviews: T {t:.2f}, "
+        f"offset {offset:+.2f}" in lines
+    )
 
 
 def test_without_refit_the_validation_reviews_stay_out(store, fixture_data_dir):

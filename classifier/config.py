@@ -117,6 +117,8 @@ class TrainConfig:
     refit: bool = True  # then train afresh on train + validation for the best epoch count
     registered_model: str = "imdb-sentiment"
     mixed_precision: bool = False  # float16 compute, float32 weights (for a GPU; slow on CPU)
+    weight_decay: float = 0.0  # > 0: AdamW's decoupled weight decay (0: plain Adam)
+    clipnorm: float | None = None  # clip each gradient to this L2 norm (null: no clipping)
 
 
 @dataclass
@@ -256,6 +258,10 @@ def validate(config: Config) -> None:
         )
     if m.l2 < 0:
         raise ConfigError(f"model.l2 must not be negative, got {m.l2!r}")
+    if t.weight_decay < 0:
+        raise ConfigError(f"train.weight_decay must not be negative, got {t.weight_decay!r}")
+    if t.clipnorm is not None and t.clipnorm <= 0:
+        raise ConfigError(f"train.clipnorm must be positive, got {t.clipnorm!r}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
     if m.init_from is not None and not m.init_from.strip():

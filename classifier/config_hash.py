@@ -29,7 +29,11 @@ from typing import Any
 from classifier.pretrain_config import PretrainConfig
 
 #: Keys added after runs were recorded, with the value every earlier run had.
-LATER_KEYS: dict[str, Any] = {"train.mixed_precision": False}
+LATER_KEYS: dict[str, Any] = {
+    "train.mixed_precision": False,
+    "train.weight_decay": 0.0,
+    "train.clipnorm": None,
+}
 #: Keys added before :data:`LATER_KEYS` existed, with the value runs recorded before them had
 #: (the pretraining section at its defaults: training ignores it).
 EARLIER_KEYS: dict[str, Any] = {

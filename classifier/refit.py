@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.calibration import Calibration, calibrate, head_log_odds
-from classifier.config import Config
+from classifier.config import Config, TrainConfig
 from classifier.data import (
     Datasets,
     RawSplits,
@@ -66,11 +66,26 @@ def new_model(
     if prepare := variants.get(cfg.model.variant).prepare_function():
         prepare(model, train_batches)
     model.compile(
-        optimizer=keras.optimizers.Adam(cfg.train.learning_rate),
+        optimizer=optimizer(cfg.train),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
     return model
+
+
+def optimizer(train: TrainConfig) -> keras.optimizers.Optimizer:
+    """Adam at ``train.learning_rate``; AdamW where ``train.weight_decay`` > 0; gradients
+    clipped to ``train.clipnorm`` where set.
+
+    Example:
+        >>> type(optimizer(TrainConfig(weight_decay=0.01, clipnorm=1.0))).__name__
+        'AdamW'
+    """
+    if train.weight_decay > 0:
+        return keras.optimizers.AdamW(
+            train.learning_rate, weight_decay=train.weight_decay, clipnorm=train.clipnorm
+        )
+    return keras.optimizers.Adam(train.learning_rate, clipnorm=train.clipnorm)
 
 
 def refit(

@@ -17,9 +17,10 @@ from tests.sweep_helpers import invoke, one_point_spec
 
 def hash_before_pretraining(cfg: Config) -> str:
     """What Config.config_hash() computed before commit 91200a2 added model.init_from and the
-    pretrain section (and before train.mixed_precision)."""
+    pretrain section (and before train.mixed_precision, weight_decay and clipnorm)."""
     tree = cfg.to_dict()
     del tree["model"]["init_from"], tree["pretrain"], tree["train"]["mixed_precision"]
+    del tree["train"]["weight_decay"], tree["train"]["clipnorm"]
     return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -58,3 +59,13 @@ def test_a_sweep_recorded_before_the_pretraining_keys_is_continued(
     assert f"parent run {parent.info.run_id} in experiment eras (continuing)" in again.output
     assert f"skip [1/1] attention seed=1: finished in run {child.info.run_id}" in again.output
     assert "train [1/1]" not in again.output
+
+
+def test_keys_added_later_leave_the_hash_unchanged_at_their_old_value():
+    cfg = load_config("configs/variants/encoder.yaml", ["train.seed=2"])
+    tree = cfg.to_dict()
+    del tree["train"]["mixed_precision"], tree["train"]["weight_decay"], tree["train"]["clipnorm"]
+    before = hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
+    assert cfg.config_hash() == before
+    changed = load_config("configs/variants/encoder.yaml", ["train.seed=2", "train.clipnorm=1"])
+    assert changed.config_hash() != before

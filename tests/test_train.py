@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import keras
 import mlflow
 import numpy as np
 import pandas as pd
@@ -137,6 +138,19 @@ def test_early_stopping_keeps_the_best_epoch(store, fixture_data_dir):
     assert result.epochs_run == result.best_epoch + 1 < 8
     history = result.history["val_accuracy"]
     assert max(history) == history[result.best_epoch - 1]
+
+
+def test_weight_decay_and_clipping_reach_the_optimizer(store, fixture_data_dir):
+    cfg = tiny_config(
+        fixture_data_dir, "train.epochs=1", "train.weight_decay=0.05", "train.clipnorm=0.5"
+    )
+    result = train(cfg, echo=lambda line: None)
+    path = mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/checkpoint/last.keras")
+    optimizer = keras.models.load_model(path, safe_mode=True).optimizer
+    assert type(optimizer) is keras.optimizers.AdamW
+    assert (optimizer.weight_decay, optimizer.clipnorm) == (0.05, 0.5)
+    params = MlflowClient().get_run(result.run_id).data.params
+    assert (params["train.weight_decay"], params["train.clipnorm"]) == ("0.05", "0.5")
 
 
 def test_classification_metrics_by_hand():

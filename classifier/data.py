@@ -26,7 +26,15 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from classifier.config import IMDB_TRAIN_REVIEWS, LABELS, DataConfig  # noqa: F401 - LABELS
-from classifier.imdb_source import DATASET, check_sizes, split_sizes, split_specs, tfds_load
+from classifier.errors import DataNotFoundError
+from classifier.imdb_source import (
+    DATASET,
+    check_sizes,
+    resolve_data_dir,
+    split_sizes,
+    split_specs,
+    tfds_load,
+)
 
 VECTORIZE_BATCH = 1024
 
@@ -79,8 +87,17 @@ def load_unsupervised(cfg: DataConfig) -> tf.data.Dataset:
 
 def load_last_unlabelled(cfg: DataConfig, count: int) -> tuple[tf.data.Dataset, int]:
     """The last ``count`` unlabelled reviews (all of them where the split holds fewer), as
-    ``(text, -1)`` pairs, and how many that is."""
+    ``(text, -1)`` pairs, and how many that is.
+
+    Raises:
+        DataNotFoundError: the prepared copy holds no unlabelled review.
+    """
     count = min(count, split_sizes(cfg)["unsupervised"])
+    if count < 1:  # "unsupervised[-0:]" would be the whole split
+        raise DataNotFoundError(
+            f"the unsupervised split in {resolve_data_dir(cfg)[0]} holds no review "
+            "(a refit model's calibration needs unlabelled reviews)"
+        )
     return tfds_load(f"unsupervised[-{count}:]", cfg, as_supervised=True), count
 
 

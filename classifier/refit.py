@@ -50,7 +50,8 @@ from classifier.models.classifier import build_classifier
 
 REFIT_TAG = "refit"  # "true" on a run whose registered model was refit on all labelled reviews
 #: The last this many unlabelled reviews (all, where the split holds fewer): where a refit
-#: model's confidence is matched to the chosen model's. Neither model trains on them.
+#: model's confidence is matched to the chosen model's. Neither model trains on them (a
+#: pretrained encoder has read most of them as text, without labels).
 CALIBRATION_REVIEWS = 5000
 
 

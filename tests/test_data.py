@@ -12,11 +12,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from classifier import data
 from classifier.config import load_config
 from classifier.data import (
     ReviewVectorizer,
     build_vectorizer,
     length_buckets,
+    load_last_unlabelled,
     load_raw_splits,
     load_unsupervised,
     make_datasets,
@@ -47,6 +49,17 @@ def test_loads_the_configured_sizes(cfg):
     text, label = next(iter(raw.train))
     assert text.dtype == tf.string and int(label) in (0, 1)
     assert len(list(load_unsupervised(cfg))) == 10
+
+
+def test_the_last_unlabelled_reviews(cfg, monkeypatch):
+    every = [text.numpy() for text in load_unsupervised(cfg)]
+    last, count = load_last_unlabelled(cfg, 4)
+    assert count == 4 and [text.numpy() for text, _ in last] == every[-4:]
+    assert {int(label) for _, label in last} == {-1}
+    assert load_last_unlabelled(cfg, 5000)[1] == 10  # all there are
+    monkeypatch.setattr(data, "split_sizes", lambda _: {"unsupervised": 0})
+    with pytest.raises(DataNotFoundError, match="holds no review"):
+        load_last_unlabelled(cfg, 5000)
 
 
 def test_standardization_lowercases_strips_breaks_and_punctuation():

@@ -158,7 +158,6 @@ class ChosenConfidence:
     """The model chosen on the validation reviews, calibrated there, as its calibrated
     log-odds on the last unlabelled reviews: what a refit model's calibration is matched to."""
 
-    chosen: Calibration  # fitted on the validation reviews and folded into the chosen model
     unlabelled: tf.data.Dataset  # (text, -1) pairs
     log_odds: np.ndarray  # the calibrated chosen model's, on ``unlabelled``
     batch_size: int
@@ -186,7 +185,7 @@ class ChosenConfidence:
             f"calibration of the chosen model on the validation reviews: T {chosen.temperature:.2f}"
             f", offset {chosen.offset:+.2f}; its confidence on {count:,} unlabelled reviews kept"
         )
-        return cls(chosen, unlabelled, log_odds, batch_size)
+        return cls(unlabelled, log_odds, batch_size)
 
     def calibration_for(
         self, model: keras.Model, vectorizer: ReviewVectorizer, echo: Callable[[str], None]

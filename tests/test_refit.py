@@ -24,19 +24,27 @@ from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 EXPERIMENT = "refit-tests"
 
 
+def refit_config(fixture_data_dir, registered_model: str, experiment: str):
+    """Three epochs of attention on the fixture data, then the refit."""
+    return load_config(
+        None,
+        [
+            *fixture_data_overrides(fixture_data_dir),
+            "model.variant=attention",
+            "train.epochs=3",
+            "train.early_stopping_patience=null",
+            "train.learning_rate=0.01",
+            "train.refit=true",
+            f"train.registered_model={registered_model}",
+            f"experiment={experiment}",
+        ],
+    )
+
+
 def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixture_data_dir):
-    overrides = [
-        *fixture_data_overrides(fixture_data_dir),
-        "model.variant=attention",
-        "train.epochs=3",
-        "train.early_stopping_patience=null",
-        "train.learning_rate=0.01",
-        "train.refit=true",
-        "train.registered_model=imdb-refit-test",
-        f"experiment={EXPERIMENT}",
-    ]
     lines: list[str] = []
-    result = train(load_config(None, overrides), echo=lines.append)
+    cfg = refit_config(fixture_data_dir, "imdb-refit-test", EXPERIMENT)
+    result = train(cfg, echo=lines.append)
     run = MlflowClient().get_run(result.run_id)
     params, tags = run.data.params, run.data.tags
     assert (params["data.train_reviews"], params["data.validation_reviews"]) == ("120", "40")
@@ -62,19 +70,7 @@ def test_the_refit_model_has_the_chosen_models_calibrated_confidence(store, fixt
     """No labelled review is left to calibrate a refit model on: it gets the temperature and
     offset that give it the calibrated chosen model's mean P(positive) and mean entropy on the
     unlabelled reviews."""
-    cfg = load_config(
-        None,
-        [
-            *fixture_data_overrides(fixture_data_dir),
-            "model.variant=attention",
-            "train.epochs=3",
-            "train.early_stopping_patience=null",
-            "train.learning_rate=0.01",
-            "train.refit=true",
-            "train.registered_model=imdb-refit-calibration-test",
-            "experiment=refit-calibration-tests",
-        ],
-    )
+    cfg = refit_config(fixture_data_dir, "imdb-refit-calibration-test", "refit-calibration-tests")
     lines: list[str] = []
     result = train(cfg, echo=lines.append)
     metrics = MlflowClient().get_run(result.run_id).data.metrics

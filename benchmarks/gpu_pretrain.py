@@ -18,6 +18,17 @@ and evaluated once on the 25,000 test reviews. It prints the tables and writes
 weights (``OUT/encoder.weights.h5``, after every epoch). ``report`` redraws the tables and the
 figure from a ``results.json``.
 
+Going on from an earlier run (``--init-weights`` its ``encoder.weights.h5``; the MLM head and
+the optimizer start afresh) with a planned length (``--pretrain-epochs``: the learning rate
+falls linearly to 0 at its end, the time budget still stops it), fine-tuning the pretrained
+encoder alone (``--no-scratch``) with BERT's fine-tuning schedule (``--finetune-schedule
+linear``)::
+
+    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" \\
+        --init-weights .gpu/encoder.weights.h5 --pretrain-epochs 45 --pretrain-minutes 12 \\
+        --pretrain-lr 3e-4 --warmup 500 --no-scratch --finetune-schedule linear \\
+        --pretrained-lrs 2e-4 3e-4 5e-4 --max-epochs 4
+
 Usage::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain_host.py prepare .gpu
@@ -122,16 +133,30 @@ def model_config(args, dropout: float):
     )
 
 
-def warmup_inverse_sqrt(peak: float, warmup: int):
-    """Linear warm-up to ``peak`` over ``warmup`` steps, then peak * sqrt(warmup / step): a
-    schedule that needs no planned length (pretraining stops on a time budget)."""
+def warmup_schedule(peak: float, warmup: int, total: int | None = None):
+    """Linear warm-up to ``peak`` over ``warmup`` steps; then, with no planned length
+    (``total`` None, pretraining stops on a time budget), peak * sqrt(warmup / step); with
+    one, a straight line down to 0 at step ``total`` (BERT's fine-tuning schedule).
+
+    >>> from keras import ops
+    >>> line = warmup_schedule(1.0, 10, total=110)
+    >>> [round(float(ops.convert_to_numpy(line(s))), 3) for s in (0, 9, 59, 109, 200)]
+    [0.1, 1.0, 0.5, 0.0, 0.0]
+    >>> root = warmup_schedule(1.0, 10)
+    >>> round(float(ops.convert_to_numpy(root(39))), 3)
+    0.5
+    """
     import keras
     from keras import ops
 
     class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         def __call__(self, step):
             step = ops.cast(step, "float32") + 1.0
-            return peak * ops.minimum(step / warmup, ops.sqrt(warmup / step))
+            if total is None:
+                after = ops.sqrt(warmup / step)
+            else:
+                after = ops.maximum(0.0, (total - step) / max(1, total - warmup))
+            return peak * ops.minimum(step / warmup, after)
 
     return Schedule()
 
@@ -148,9 +173,13 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
     model = MaskedLanguageModel.from_model_config(
         model_config(args, 0.1), vocab_size, args.sequence_length
     )
+    if args.init_weights:  # go on from an earlier run's encoder; head and optimizer afresh
+        model.encoder.load_weights(args.init_weights)
+    steps = len(data.rows) // args.pretrain_batch
+    total = steps * args.pretrain_epochs if args.pretrain_epochs else None
     model.compile(
         optimizer=keras.optimizers.AdamW(
-            warmup_inverse_sqrt(args.pretrain_lr, 1000), weight_decay=0.01, clipnorm=1.0
+            warmup_schedule(args.pretrain_lr, args.warmup, total), weight_decay=0.01, clipnorm=1.0
         ),
         loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight"
@@ -164,7 +193,9 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
         held.append(((masked, positions), labels, weights))
     total = sum(w.sum() for _, _, w in held)  # predicted held-out tokens
     history, start, epoch = [], time.perf_counter(), 0
-    while time.perf_counter() - start < args.pretrain_minutes * 60:
+    while time.perf_counter() - start < args.pretrain_minutes * 60 and epoch < (
+        args.pretrain_epochs or math.inf
+    ):
         epoch += 1
         tick, losses = time.perf_counter(), []
         for x, _, _ in data.batches(args.pretrain_batch, rng, args.bucket):
@@ -198,20 +229,24 @@ def fine_tune(args, splits, vocab_size: int, encoder, lr: float, seed: int, refi
 
     from classifier.models.classifier import build_classifier
 
+    peak = lr
     keras.utils.set_random_seed(seed)
     model = build_classifier(model_config(args, args.dropout), vocab_size, args.sequence_length)
     if encoder is not None:  # as PretrainedEncoder.copy_into, whose module needs MLflow
         for name in ("embedding", "encoder"):
             model.get_layer(name).set_weights(encoder.get_layer(name).get_weights())
+    train, validation = splits["train"], splits["validation"]
+    rng = np.random.default_rng(seed)
+    if refit_epochs is not None:
+        train, validation = train + validation, splits["test"]
+    if args.finetune_schedule == "linear":  # down to 0 at max_epochs; a refit stops part-way
+        total = args.max_epochs * (len(train.rows) // args.batch)
+        lr = warmup_schedule(lr, max(1, total // 10), total)
     model.compile(
         optimizer=keras.optimizers.AdamW(lr, weight_decay=0.01, clipnorm=1.0),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
-    train, validation = splits["train"], splits["validation"]
-    rng = np.random.default_rng(seed)
-    if refit_epochs is not None:
-        train, validation = train + validation, splits["test"]
     scores, best = [], (0.0, 0)
     for epoch in range(1, (refit_epochs or args.max_epochs) + 1):
         for x, y, _ in train.batches(args.batch, rng, args.sequence_length):
@@ -227,7 +262,7 @@ def fine_tune(args, splits, vocab_size: int, encoder, lr: float, seed: int, refi
             best = (scores[-1], epoch)
         elif refit_epochs is None and epoch - best[1] >= args.patience:
             break
-    return {"seed": seed, "lr": lr, "scores": scores, "best": best[0], "epochs": best[1]}
+    return {"seed": seed, "lr": peak, "scores": scores, "best": best[0], "epochs": best[1]}
 
 
 def run(args) -> None:
@@ -242,7 +277,8 @@ def run(args) -> None:
     encoder, history = pretrain(args, ids, vocab_size, out)
     splits = {name: Reviews.load(ids, name) for name in ("train", "validation", "test")}
     results = {"args": vars(args), "pretrain": history, "pretrain_s": time.perf_counter() - tick}
-    for name, start in (("pretrained", encoder), ("scratch", None)):
+    arms = (("pretrained", encoder),) + ((("scratch", None),) if args.scratch else ())
+    for name, start in arms:
         rates = args.pretrained_lrs if start is not None else args.scratch_lrs
         choices = [fine_tune(args, splits, vocab_size, start, lr, 1) for lr in rates]
         chosen = max(choices, key=lambda c: c["best"])
@@ -312,6 +348,8 @@ def report(results: dict, markdown: Path, figure: Path) -> str:
         "|---|---|---:|---:|---:|---:|",
     ]
     for name in ("pretrained", "scratch"):
+        if name not in results:
+            continue
         r = results[name]
         tried = ", ".join(f"{c['lr']:g}: {c['best']:.4f}" for c in r["choices"])
         for t in r["seeds"]:
@@ -336,6 +374,14 @@ def main() -> None:
     go.add_argument("--pretrain-minutes", type=float, default=5.0)
     go.add_argument("--pretrain-batch", type=int, default=128)
     go.add_argument("--pretrain-lr", type=float, default=1e-3)
+    go.add_argument("--warmup", type=int, default=1000, help="pretraining warm-up steps")
+    go.add_argument(
+        "--pretrain-epochs",
+        type=int,
+        help="a planned length: the learning rate falls linearly to 0 at its end "
+        "(default: none, 1/sqrt(step) until --pretrain-minutes)",
+    )
+    go.add_argument("--init-weights", help="an encoder.weights.h5 to go on pretraining from")
     go.add_argument("--embed-dim", type=int, default=128)
     go.add_argument("--num-heads", type=int, default=4)
     go.add_argument("--ff-dim", type=int, default=512)
@@ -348,6 +394,15 @@ def main() -> None:
     go.add_argument("--patience", type=int, default=2)
     go.add_argument("--pretrained-lrs", type=float, nargs="+", default=[3e-5, 1e-4, 3e-4])
     go.add_argument("--scratch-lrs", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3])
+    go.add_argument(
+        "--no-scratch", dest="scratch", action="store_false", help="fine-tune the pretrained only"
+    )
+    go.add_argument(
+        "--finetune-schedule",
+        choices=("constant", "linear"),
+        default="constant",
+        help="linear: 10%% warm-up, then down to 0 at --max-epochs",
+    )
     show = sub.add_parser("report", help="a results.json as markdown tables and a curves PNG")
     show.add_argument("results", type=Path)
     show.add_argument("markdown", type=Path)

@@ -236,7 +236,7 @@ def vectorize(
         .unbatch()
         .cache()
     )
-    if shuffle_seed is not None:  # a buffer as large as the train split: a full shuffle
+    if shuffle_seed is not None:  # a full shuffle of a training portion (pretraining: partial)
         ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)
     if not bucket_by_length:
         return ids.batch(batch_size).prefetch(tf.data.AUTOTUNE)
@@ -291,6 +291,25 @@ def make_datasets(
         validation=vectorize(raw.validation, vectorizer, cfg.batch_size, bucket_by_length=bucket),
         test=vectorize(raw.test, vectorizer, cfg.batch_size, bucket_by_length=bucket),
     )
+
+
+def resumed_seed(seed: int, epochs_done: int) -> int:
+    """The seed for the pipelines of a run that resumes after ``epochs_done`` epochs.
+
+    tf.data draws each pass's shuffle order and random numbers from the seed alone, pass by
+    pass, so a new process would replay epoch 1's order and masks as its first pass. A fresh
+    run (``epochs_done`` 0) keeps ``seed``; a resumed one gets a seed of its own for each
+    resume point. (Its passes differ from those an unbroken run would have made.)
+
+    Example:
+        >>> resumed_seed(42, 0)
+        42
+        >>> len({resumed_seed(42, 0), resumed_seed(42, 2), resumed_seed(42, 3)})
+        3
+    """
+    if epochs_done == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, epochs_done]).generate_state(1)[0])
 
 
 def review_lengths(dataset: tf.data.Dataset) -> tuple[list[int], list[int]]:

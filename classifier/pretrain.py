@@ -149,7 +149,7 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
         vectorizer = pretrain_vectorizer(cfg, texts.train)
         model = new_pretraining_model(cfg)
         progress = PretrainProgress()
-    data = make_pretrain_datasets(cfg, texts, vectorizer)
+    data = make_pretrain_datasets(cfg, texts, vectorizer, epochs_done=progress.epoch)
 
     p = cfg.pretrain
     ensure_experiment(p.experiment)

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.config import Config
-from classifier.data import ReviewVectorizer, build_vectorizer, vectorize
+from classifier.data import ReviewVectorizer, build_vectorizer, resumed_seed, vectorize
 from classifier.errors import ConfigError
 from classifier.imdb_source import check_sizes, resolve_data_dir, split_sizes, tfds_load
 from classifier.masking import mlm_mask, span_batch
@@ -128,17 +128,18 @@ def pretrain_vectorizer(
 
 
 def make_pretrain_datasets(
-    cfg: Config, texts: PretrainTexts, vectorizer: ReviewVectorizer
+    cfg: Config, texts: PretrainTexts, vectorizer: ReviewVectorizer, epochs_done: int = 0
 ) -> PretrainDatasets:
-    """Corrupted batches for the objective: new masks every epoch for training (seeded), the
-    same masks every epoch for the held-out reviews, so that their figures compare."""
-    seed = cfg.train.seed
+    """Corrupted batches for the objective: new masks every epoch for training (seeded; a run
+    resumed after ``epochs_done`` epochs gets new ones too, :func:`resumed_seed`), the same
+    masks every epoch for the held-out reviews, so that their figures compare."""
+    seed = resumed_seed(cfg.train.seed, epochs_done)
     train = _token_batches(cfg, texts.train, vectorizer, shuffle_seed=seed)
     held_out = _token_batches(cfg, texts.held_out, vectorizer, shuffle_seed=None)
     corrupt = _corruption(cfg, vectorizer.get_vocabulary())
     return PretrainDatasets(
         train=_with_seeds(train, seed, True).map(corrupt),
-        held_out=_with_seeds(held_out, seed + 1, False).map(corrupt),
+        held_out=_with_seeds(held_out, cfg.train.seed + 1, False).map(corrupt),
     )
 
 

@@ -50,6 +50,7 @@ from classifier.data import (
     build_vectorizer,
     load_raw_splits,
     make_datasets,
+    resumed_seed,
 )
 from classifier.encoder_artifact import pretrained_encoder
 from classifier.errors import TrainingDiverged
@@ -164,16 +165,18 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         vectorizer = encoder.vectorizer(cfg.data)
     else:
         vectorizer = build_vectorizer(cfg.data, raw.train)
-    data = make_datasets(cfg.data, raw, vectorizer, seed=cfg.train.seed)
+    progress = Progress()
+    if checkpoint:
+        progress = Progress(**json.loads((checkpoint / "progress.json").read_text()))
+    seed = resumed_seed(cfg.train.seed, progress.epoch)  # not epoch 1's order again
+    data = make_datasets(cfg.data, raw, vectorizer, seed=seed)
     sizes = {name: int(split.cardinality()) for name, split in vars(raw).items()}
 
     if checkpoint:
         model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
-        progress = Progress(**json.loads((checkpoint / "progress.json").read_text()))
         best_weights = checkpoint / "best.weights.h5"
     else:
         model = new_model(cfg, data.train, encoder)
-        progress = Progress()
         best_weights = None
 
     ensure_experiment(cfg.experiment)

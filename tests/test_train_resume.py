@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 
 import classifier.train as training
 from classifier.cli import cli
+from classifier.data import resumed_seed
 from classifier.errors import ResumeError, RunBusy, TrainingDiverged
 from classifier.leases import HEARTBEAT_TAG, claimed, is_live
 from classifier.train import train
@@ -114,8 +115,19 @@ def test_a_crash_marks_the_run_failed_and_resume_finishes_it(store, fixture_data
     assert checkpoint_progress(run_id)["epoch"] == 2
 
     monkeypatch.setattr(training, "_evaluate_and_log", real_evaluate)
+    seeds: list[int] = []
+
+    def spy(data_cfg, raw, vectorizer, seed):
+        seeds.append(seed)
+        return real_make_datasets(data_cfg, raw, vectorizer, seed=seed)
+
+    real_make_datasets = training.make_datasets
+    monkeypatch.setattr(training, "make_datasets", spy)
     resumed: list[str] = []
     result = train(resume=run_id, echo=resumed.append)
+    # A new process draws tf.data's passes from the seed afresh: the resumed run shuffles with
+    # a seed of its own, or its next epoch would replay epoch 1's order.
+    assert seeds == [resumed_seed(cfg.train.seed, 2)] and seeds[0] != cfg.train.seed
     assert not [line for line in resumed if line.startswith("epoch ")]  # nothing left to train
     assert result.epochs_run == 2
     assert MlflowClient().get_run(run_id).info.status == "FINISHED"

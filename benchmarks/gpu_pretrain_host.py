@@ -94,6 +94,7 @@ def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
             "vocab_size": len(vocabulary),
             "sequence_length": settings["sequence_length"],
             "truncate": "tail",
+            "train_size": len(np.load(ids_dir / "ids.npz")["train_lengths"]),
             "model": {key: getattr(sizes, key) for key in ENCODER_KEYS},
             "run_id": run.info.run_id,
             "trained_by": "benchmarks/gpu_pretrain.py (Keras JAX backend, GPU)",

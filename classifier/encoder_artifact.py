@@ -8,7 +8,9 @@ out: the ``embedding`` and ``encoder`` layers of the ``encoder`` variant), ``voc
 (``imdb-encoder``) with the alias ``newest``. ``model.init_from`` names it as
 ``models:/NAME@ALIAS``, ``models:/NAME/VERSION``, ``runs:/RUN_ID`` (its ``encoder/``),
 ``runs:/RUN_ID/PATH`` or a local folder; the encoder is loaded with ``safe_mode`` on, its
-sizes are checked against the config, and its vocabulary replaces the classifier's own.
+sizes are checked against the config, and its vocabulary replaces the classifier's own. A
+``data.train_size`` below the one it was pretrained with is refused too: the validation
+reviews start there, and the encoder has read their text.
 
 Example (a store with a pretrained encoder)::
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import keras
@@ -53,6 +55,7 @@ class PretrainedEncoder:
     model: keras.Model
     vocabulary: list[str]  # by id: '' (padding), '[UNK]', the words, the reserved tokens
     run_id: str | None = None
+    info: dict = field(default_factory=dict)  # encoder.json: how it was pretrained
 
     def vectorizer(self, data: DataConfig) -> ReviewVectorizer:
         """The classifier's vectorizer with this vocabulary (nothing is adapted)."""
@@ -121,13 +124,15 @@ def load_encoder(source: str) -> PretrainedEncoder:
         except Exception as error:  # noqa: BLE001 - Keras raises many kinds for a bad file
             raise ModelError(f"{shown}: not a loadable Keras model ({first_line(error)})") from None
         vocabulary = (folder / VOCABULARY_FILE).read_bytes().decode("utf-8").split("\n")
+        info_file = folder / INFO_FILE
+        info = json.loads(info_file.read_text("utf-8")) if info_file.is_file() else {}
     layers = {layer.name: layer for layer in getattr(model, "layers", [])}
     if not (
         isinstance(layers.get("embedding"), TokenAndPositionEmbedding)
         and isinstance(layers.get("encoder"), Encoder)
     ):
         raise ModelError(f"{shown}: not a pretrained encoder (no embedding and encoder layers)")
-    return PretrainedEncoder(source, model, vocabulary, run_id)
+    return PretrainedEncoder(source, model, vocabulary, run_id, info)
 
 
 def check_sizes(encoder: PretrainedEncoder, cfg: Config) -> None:
@@ -154,6 +159,12 @@ def check_sizes(encoder: PretrainedEncoder, cfg: Config) -> None:
     for key, ours, theirs in pairs:
         if ours != theirs:
             raise ConfigError(f"{key}={ours} but the encoder from {encoder.source} has {theirs}")
+    read = encoder.info.get("train_size")  # the training reviews whose text it read
+    if read is not None and d.train_size < read:  # validation starts at train_size
+        raise ConfigError(
+            f"data.train_size={d.train_size} but the encoder from {encoder.source} has read the "
+            f"text of the first {read} training reviews: validation reviews among them"
+        )
     if len(encoder.vocabulary) > d.vocab_size:
         raise ConfigError(
             f"data.vocab_size={d.vocab_size} but the vocabulary of the encoder from "

@@ -302,6 +302,7 @@ def _finish(cfg: Config, model, vectorizer, progress, workdir: Path, run_id: str
         "vocab_size": cfg.data.vocab_size,
         "sequence_length": cfg.data.sequence_length,
         "truncate": cfg.data.truncate,
+        "train_size": cfg.data.train_size,  # fine-tuning with fewer would validate on read text
         "model": {key: getattr(cfg.model, key) for key in ENCODER_KEYS},
         "run_id": run_id,
     }

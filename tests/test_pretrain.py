@@ -115,6 +115,7 @@ def test_init_from_copies_the_encoder_weights_exactly(pretrained, fixture_data_d
         ("model.num_layers=2", f"model.num_layers=2 but the encoder from {ENCODER} has 1"),
         ("data.vocab_size=128", f"data.vocab_size=128 but the encoder from {ENCODER} has 64"),
         ("model.position=learned", f"model.position=learned but the encoder from {ENCODER} has sinusoidal"),
+        ("data.train_size=100", f"data.train_size=100 but the encoder from {ENCODER} has read the text of the first 120 training reviews: validation reviews among them"),
     ],
 )  # fmt: skip
 def test_init_from_refuses_other_sizes(pretrained, fixture_data_dir, override, message):

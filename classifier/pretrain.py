@@ -53,7 +53,13 @@ from classifier.models.pretraining import (
 )
 from classifier.precision import as_float32, device_note, precision_policy, training_device
 from classifier.pretrain_data import load_texts, make_pretrain_datasets, pretrain_vectorizer
-from classifier.resume import PRETRAIN_TAG, load_resume_state, log_missing_metrics
+from classifier.resume import (
+    PRETRAIN_TAG,
+    PROGRESS_FILE,
+    load_resume_state,
+    log_checkpoint,
+    log_missing_metrics,
+)
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 from classifier.train import TrainingInterrupted, quiet_libraries
 
@@ -144,7 +150,7 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
         vocabulary = (checkpoint / "vocabulary.txt").read_bytes().decode("utf-8").split("\n")
         vectorizer = pretrain_vectorizer(cfg, vocabulary=vocabulary)
         model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
-        progress = PretrainProgress(**json.loads((checkpoint / "progress.json").read_text()))
+        progress = PretrainProgress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
     else:
         vectorizer = pretrain_vectorizer(cfg, texts.train)
         model = new_pretraining_model(cfg)
@@ -194,8 +200,9 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
 
 
 def new_pretraining_model(cfg: Config) -> keras.Model:
-    """A fresh compiled model for ``pretrain.objective``: the loss is the mean cross-entropy
-    over the predicted tokens (weight 1) and the accuracy is over them only."""
+    """A fresh compiled model for ``pretrain.objective``: a batch's loss is its mean
+    cross-entropy over the predicted tokens (weight 1), and the accuracy is over them only.
+    (Keras averages the batches' losses over an epoch by reviews, the accuracy by tokens.)"""
     size = (cfg.data.vocab_size, cfg.data.sequence_length)
     if cfg.pretrain.objective == "mlm":
         model = MaskedLanguageModel.from_model_config(cfg.model, *size)
@@ -270,8 +277,8 @@ class PretrainTracker(keras.callbacks.Callback):
                 f"{seconds:.1f}s"
             )
             self.model.save(self.dir / "last.keras")
-            (self.dir / "progress.json").write_text(json.dumps(vars(self.progress)))
-            mlflow.log_artifacts(str(self.dir), CHECKPOINT_DIR)
+            (self.dir / PROGRESS_FILE).write_text(json.dumps(vars(self.progress)))
+            log_checkpoint(self.dir, CHECKPOINT_DIR)
             mlflow.log_metrics(metrics, step=number)
 
 

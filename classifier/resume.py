@@ -1,10 +1,12 @@
 """What resuming a run needs from MLflow, for training and pretraining alike: the run's own
-config and last checkpoint, and the per-epoch metrics that a hard kill kept from the store.
+config and last checkpoint, the per-epoch metrics that a hard kill kept from the store, and
+the order a checkpoint is logged in.
 
 Example (resuming a run)::
 
     cfg, checkpoint = load_resume_state(run_id, workdir, "checkpoint")  # checkpoint may be None
     log_missing_metrics(run_id, progress.history)  # inside the resumed run
+    log_checkpoint(folder, "checkpoint")  # after each epoch, progress.json last
 """
 
 from __future__ import annotations
@@ -18,6 +20,19 @@ from classifier.config import Config, from_dict
 from classifier.errors import ResumeError
 
 PRETRAIN_TAG = "pretrain_objective"  # on every pretraining run (and on no training run)
+PROGRESS_FILE = "progress.json"  # in a checkpoint folder: the epochs it holds
+
+
+def log_checkpoint(folder: Path, artifact_path: str) -> None:
+    """Log a checkpoint folder's files under ``artifact_path``, its ``progress.json`` last.
+
+    A process killed part-way (``kill -9``; stop signals wait for the whole checkpoint) then
+    leaves at worst the new model beside the old progress, so that a resume trains one epoch
+    more rather than skip one.
+    """
+    files = sorted(path for path in folder.iterdir() if path.is_file())
+    for path in sorted(files, key=lambda path: path.name == PROGRESS_FILE):
+        mlflow.log_artifact(str(path), artifact_path)
 
 
 def load_resume_state(

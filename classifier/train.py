@@ -61,7 +61,12 @@ from classifier.leases import Heartbeat, claimed
 from classifier.models.classifier import build_classifier
 from classifier.precision import as_float32, device_note, precision_policy, training_device
 from classifier.refit import ChosenConfidence, new_model, refit
-from classifier.resume import load_resume_state, log_missing_metrics
+from classifier.resume import (
+    PROGRESS_FILE,
+    load_resume_state,
+    log_checkpoint,
+    log_missing_metrics,
+)
 from classifier.tracking import CONFIG_HASH_TAG, configure_tracking, ensure_experiment, git_commit
 
 CHECKPOINT_DIR = "checkpoint"
@@ -167,7 +172,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         vectorizer = build_vectorizer(cfg.data, raw.train)
     progress = Progress()
     if checkpoint:
-        progress = Progress(**json.loads((checkpoint / "progress.json").read_text()))
+        progress = Progress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
     seed = resumed_seed(cfg.train.seed, progress.epoch)  # not epoch 1's order again
     data = make_datasets(cfg.data, raw, vectorizer, seed=seed)
     sizes = {name: int(split.cardinality()) for name, split in vars(raw).items()}
@@ -295,8 +300,8 @@ class EpochTracker(keras.callbacks.Callback):
                 + ("  *" if improved else "")
             )
             self.model.save(self.dir / "last.keras")
-            (self.dir / "progress.json").write_text(json.dumps(vars(progress)))
-            mlflow.log_artifacts(str(self.dir), CHECKPOINT_DIR)
+            (self.dir / PROGRESS_FILE).write_text(json.dumps(vars(progress)))
+            log_checkpoint(self.dir, CHECKPOINT_DIR)
             mlflow.log_metrics(metrics, step=number)
         patience = self.cfg.train.early_stopping_patience
         if patience is not None and number - progress.best_epoch >= patience:

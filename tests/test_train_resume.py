@@ -289,3 +289,24 @@ def test_training_leaves_no_temporary_folder(store, fixture_data_dir, tmp_path, 
         echo=lambda line: None,
     )
     assert list(tmp_path.glob("classify-train-*")) == []
+
+
+def test_each_checkpoint_logs_its_progress_last(store, fixture_data_dir, monkeypatch):
+    """A ``kill -9`` during the upload then leaves the old progress beside the new model (one
+    epoch retrained on resume), never the new progress beside the old model (one skipped)."""
+    from classifier.config import load_config
+
+    logged: list[str] = []
+    real_log_artifact = mlflow.log_artifact
+
+    def spy(local_path, artifact_path=None, **kwargs):
+        if artifact_path == "checkpoint":
+            logged.append(Path(local_path).name)
+        return real_log_artifact(local_path, artifact_path, **kwargs)
+
+    monkeypatch.setattr(mlflow, "log_artifact", spy)
+    cfg = load_config(None, overrides(fixture_data_dir, epochs=2, batch_size=16))
+    train(cfg, echo=lambda line: None)
+    per_epoch = "".join(logged).split("progress.json")
+    assert logged.count("progress.json") == 2 and per_epoch[-1] == ""  # each epoch ends with it
+    assert {"last.keras", "vocabulary.txt", "best.weights.h5"} <= set(logged)

@@ -25,8 +25,9 @@ encoder alone (``--no-scratch``) with BERT's fine-tuning schedule (``--finetune-
 linear``)::
 
     KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" \\
-        --init-weights .gpu/encoder.weights.h5 --pretrain-epochs 45 --pretrain-minutes 12 \\
-        --pretrain-lr 3e-4 --warmup 500 --no-scratch --finetune-schedule linear \\
+        --init-weights .gpu/encoder.weights.h5 --seed 1 --pretrain-epochs 45 \\
+        --pretrain-minutes 12 --pretrain-lr 3e-4 --warmup 500 --no-scratch \\
+        --finetune-schedule linear \\
         --pretrained-lrs 2e-4 3e-4 5e-4 --max-epochs 4
 
 Usage::
@@ -149,25 +150,30 @@ def warmup_schedule(peak: float, warmup: int, total: int | None = None):
     import keras
     from keras import ops
 
+    if total is not None and not 0 < warmup < total:
+        raise ValueError(f"the warm-up ({warmup} steps) must end before step {total}")
+
     class Schedule(keras.optimizers.schedules.LearningRateSchedule):
         def __call__(self, step):
             step = ops.cast(step, "float32") + 1.0
             if total is None:
                 after = ops.sqrt(warmup / step)
             else:
-                after = ops.maximum(0.0, (total - step) / max(1, total - warmup))
+                after = ops.maximum(0.0, (total - step) / (total - warmup))
             return peak * ops.minimum(step / warmup, after)
 
     return Schedule()
 
 
 def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]:
-    """MLM pretraining for ``args.pretrain_minutes``; the encoder and per-epoch figures."""
+    """MLM pretraining for ``args.pretrain_epochs`` or ``args.pretrain_minutes``, whichever
+    ends first; the encoder and per-epoch figures (``steps``: the batches an epoch trained,
+    fewer than the others in the one the time budget cut short)."""
     import keras
 
     from classifier.models.pretraining import MaskedLanguageModel
 
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(args.seed)
     mask_id = vocab_size - 1
     data, held_out = Reviews.load(ids, "pretrain"), Reviews.load(ids, "held_out")
     model = MaskedLanguageModel.from_model_config(
@@ -176,22 +182,26 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
     if args.init_weights:  # go on from an earlier run's encoder; head and optimizer afresh
         model.encoder.load_weights(args.init_weights)
     steps = len(data.rows) // args.pretrain_batch
-    total = steps * args.pretrain_epochs if args.pretrain_epochs else None
+    planned_steps = steps * args.pretrain_epochs if args.pretrain_epochs else None
     model.compile(
         optimizer=keras.optimizers.AdamW(
-            warmup_schedule(args.pretrain_lr, args.warmup, total), weight_decay=0.01, clipnorm=1.0
+            warmup_schedule(args.pretrain_lr, args.warmup, planned_steps),
+            weight_decay=0.01,
+            clipnorm=1.0,
         ),
         loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight"
         ),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="acc")],
     )
-    rng, fixed = np.random.default_rng(1), np.random.default_rng(2)
-    held = []  # the same masks every epoch, so that the held-out figures compare
+    # Training masks and order from the seed (a run going on from another takes a new one);
+    # the held-out masks the same in every run and epoch, so that their figures compare.
+    rng, fixed = np.random.default_rng(1 + args.seed), np.random.default_rng(2)
+    held = []
     for x, _, _ in held_out.batches(256, None, args.bucket):
         masked, positions, labels, weights = mlm_mask(x, fixed, mask_id)
         held.append(((masked, positions), labels, weights))
-    total = sum(w.sum() for _, _, w in held)  # predicted held-out tokens
+    heldout_tokens = sum(w.sum() for _, _, w in held)  # the predicted ones
     history, start, epoch = [], time.perf_counter(), 0
     while time.perf_counter() - start < args.pretrain_minutes * 60 and epoch < (
         args.pretrain_epochs or math.inf
@@ -211,9 +221,10 @@ def pretrain(args, ids, vocab_size: int, out: Path) -> tuple[object, list[dict]]
         row = {
             "epoch": epoch,
             "seconds": round(time.perf_counter() - tick, 1),
+            "steps": len(losses),
             "train_loss": float(np.mean(losses)),
-            "heldout_loss": float(sums[0] / total),
-            "heldout_masked_accuracy": float(sums[1] / total),
+            "heldout_loss": float(sums[0] / heldout_tokens),
+            "heldout_masked_accuracy": float(sums[1] / heldout_tokens),
         }
         history.append(row)
         print("pretrain", json.dumps(row), flush=True)
@@ -229,7 +240,6 @@ def fine_tune(args, splits, vocab_size: int, encoder, lr: float, seed: int, refi
 
     from classifier.models.classifier import build_classifier
 
-    peak = lr
     keras.utils.set_random_seed(seed)
     model = build_classifier(model_config(args, args.dropout), vocab_size, args.sequence_length)
     if encoder is not None:  # as PretrainedEncoder.copy_into, whose module needs MLflow
@@ -240,10 +250,12 @@ def fine_tune(args, splits, vocab_size: int, encoder, lr: float, seed: int, refi
     if refit_epochs is not None:
         train, validation = train + validation, splits["test"]
     if args.finetune_schedule == "linear":  # down to 0 at max_epochs; a refit stops part-way
-        total = args.max_epochs * (len(train.rows) // args.batch)
-        lr = warmup_schedule(lr, max(1, total // 10), total)
+        planned_steps = args.max_epochs * (len(train.rows) // args.batch)
+        rate = warmup_schedule(lr, max(1, planned_steps // 10), planned_steps)
+    else:
+        rate = lr
     model.compile(
-        optimizer=keras.optimizers.AdamW(lr, weight_decay=0.01, clipnorm=1.0),
+        optimizer=keras.optimizers.AdamW(rate, weight_decay=0.01, clipnorm=1.0),
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy"],
     )
@@ -262,7 +274,7 @@ def fine_tune(args, splits, vocab_size: int, encoder, lr: float, seed: int, refi
             best = (scores[-1], epoch)
         elif refit_epochs is None and epoch - best[1] >= args.patience:
             break
-    return {"seed": seed, "lr": peak, "scores": scores, "best": best[0], "epochs": best[1]}
+    return {"seed": seed, "lr": lr, "scores": scores, "best": best[0], "epochs": best[1]}
 
 
 def run(args) -> None:
@@ -382,6 +394,9 @@ def main() -> None:
         "(default: none, 1/sqrt(step) until --pretrain-minutes)",
     )
     go.add_argument("--init-weights", help="an encoder.weights.h5 to go on pretraining from")
+    go.add_argument(
+        "--seed", type=int, default=0, help="pretraining masks and order (going on: not 0)"
+    )
     go.add_argument("--embed-dim", type=int, default=128)
     go.add_argument("--num-heads", type=int, default=4)
     go.add_argument("--ff-dim", type=int, default=512)

@@ -30,8 +30,8 @@ def log_checkpoint(folder: Path, artifact_path: str) -> None:
     leaves at worst the new model beside the old progress, so that a resume trains one epoch
     more rather than skip one.
     """
-    files = sorted(path for path in folder.iterdir() if path.is_file())
-    for path in sorted(files, key=lambda path: path.name == PROGRESS_FILE):
+    files = (path for path in folder.iterdir() if path.is_file())
+    for path in sorted(files, key=lambda path: (path.name == PROGRESS_FILE, path.name)):
         mlflow.log_artifact(str(path), artifact_path)
 
 

@@ -170,9 +170,11 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         vectorizer = encoder.vectorizer(cfg.data)
     else:
         vectorizer = build_vectorizer(cfg.data, raw.train)
-    progress = Progress()
-    if checkpoint:
-        progress = Progress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
+    progress = (
+        Progress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
+        if checkpoint
+        else Progress()
+    )
     seed = resumed_seed(cfg.train.seed, progress.epoch)  # not epoch 1's order again
     data = make_datasets(cfg.data, raw, vectorizer, seed=seed)
     sizes = {name: int(split.cardinality()) for name, split in vars(raw).items()}

@@ -18,22 +18,25 @@ and evaluated once on the 25,000 test reviews. It prints the tables and writes
 weights (``OUT/encoder.weights.h5``, after every epoch). ``report`` redraws the tables and the
 figure from a ``results.json``.
 
-Going on from an earlier run (``--init-weights`` its ``encoder.weights.h5``; the MLM head and
-the optimizer start afresh) with a planned length (``--pretrain-epochs``: the learning rate
-falls linearly to 0 at its end, the time budget still stops it), fine-tuning the pretrained
-encoder alone (``--no-scratch``) with BERT's fine-tuning schedule (``--finetune-schedule
-linear``)::
+A device call runs 10 minutes at most, so a session splits the work, copying one call's ``OUT``
+into ``.gpu/`` for the next. First pretraining alone (``--no-finetune``), with a planned length
+(``--pretrain-epochs``: the learning rate falls linearly to 0 at its end; ``--pretrain-minutes``
+still stops it). Then fine-tuning alone from its weights (``--init-weights``,
+``--pretrain-minutes 0``), with the earlier call's pretraining rows carried into the results
+(``--pretrain-results``), the pretrained encoder only (``--no-scratch``) and BERT's fine-tuning
+schedule (``--finetune-schedule linear``). A further pretraining call can go on from
+``--init-weights`` with another ``--seed`` (the MLM head and the optimizer start afresh)::
 
-    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" \\
-        --init-weights .gpu/encoder.weights.h5 --seed 1 --pretrain-epochs 45 \\
-        --pretrain-minutes 12 --pretrain-lr 3e-4 --warmup 500 --no-scratch \\
-        --finetune-schedule linear \\
-        --pretrained-lrs 2e-4 3e-4 5e-4 --max-epochs 4
+    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --no-finetune \\
+        --pretrain-epochs 30 --pretrain-minutes 8 --warmup 1000
+    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 0 \\
+        --init-weights .gpu/encoder.weights.h5 --pretrain-results .gpu/results.json \\
+        --no-scratch --finetune-schedule linear --pretrained-lrs 2e-4 3e-4 5e-4 --max-epochs 4
 
 Usage::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain_host.py prepare .gpu
-    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 10
+    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" ...  # the calls above
     python benchmarks/gpu_pretrain.py report "$OUT/results.json" results.md pretraining.png
     python benchmarks/gpu_pretrain_host.py export "$OUT/results.json" "$OUT/encoder.weights.h5" .gpu
 
@@ -287,9 +290,19 @@ def run(args) -> None:
     print(f"Keras {keras.__version__}, backend {keras.backend.backend()}", flush=True)
     tick = time.perf_counter()
     encoder, history = pretrain(args, ids, vocab_size, out)
-    splits = {name: Reviews.load(ids, name) for name in ("train", "validation", "test")}
     results = {"args": vars(args), "pretrain": history, "pretrain_s": time.perf_counter() - tick}
-    arms = (("pretrained", encoder),) + ((("scratch", None),) if args.scratch else ())
+    if args.pretrain_results:  # an earlier call's pretraining comes first
+        earlier = json.loads(Path(args.pretrain_results).read_text("utf-8"))
+        done = len(earlier["pretrain"])
+        results["pretrain"] = earlier["pretrain"] + [
+            {**row, "epoch": row["epoch"] + done} for row in history
+        ]
+        results["pretrain_s"] += earlier["pretrain_s"]
+        results["earlier_args"] = earlier.get("earlier_args", []) + [earlier["args"]]
+    (out / "results.json").write_text(json.dumps(results, indent=1), "utf-8")
+    splits = {name: Reviews.load(ids, name) for name in ("train", "validation", "test")}
+    arms = (("pretrained", encoder),) if args.finetune else ()
+    arms += (("scratch", None),) if args.finetune and args.scratch else ()
     for name, start in arms:
         rates = args.pretrained_lrs if start is not None else args.scratch_lrs
         choices = [fine_tune(args, splits, vocab_size, start, lr, 1) for lr in rates]
@@ -331,17 +344,19 @@ def report(results: dict, markdown: Path, figure: Path) -> str:
     and the pretraining curves as a PNG."""
     from classifier.plots.runs import plot_training_curves
 
-    history = {key: [row[key] for row in results["pretrain"]] for key in results["pretrain"][0]}
-    plot_training_curves(
-        figure,
-        history,
-        splits=(("train", "training"), ("heldout", "held-out")),
-        metrics=("loss", "masked_accuracy"),
-    )
+    if results["pretrain"]:
+        rows = results["pretrain"]
+        plot_training_curves(
+            figure,
+            {key: [row[key] for row in rows] for key in rows[0]},
+            splits=(("train", "training"), ("heldout", "held-out")),
+            metrics=("loss", "masked_accuracy"),
+        )
     a = results["args"]
     lines = [
         f"### MLM pretraining: {a['embed_dim']} wide, {a['num_heads']} heads, feed-forward "
-        f"{a['ff_dim']}, {a['num_layers']} layers; {results['pretrain_s'] / 60:.1f} min",
+        f"{a['ff_dim']}, {a['num_layers']} layers; {results['pretrain_s'] / 60:.1f} min"
+        f" in {len(results.get('earlier_args', [])) + 1} call(s)",
         "",
         "| epoch | seconds | training loss | held-out loss | held-out masked-token accuracy |",
         "|---:|---:|---:|---:|---:|",
@@ -351,17 +366,17 @@ def report(results: dict, markdown: Path, figure: Path) -> str:
             f"| {row['epoch']} | {row['seconds']:.1f} | {row['train_loss']:.4f} | "
             f"{row['heldout_loss']:.4f} | {row['heldout_masked_accuracy']:.4f} |"
         )
-    lines += [
-        "",
-        "### Fine-tuning: learning rate and epochs chosen on validation, then refit, 3 seeds",
-        "",
-        "| encoder | learning rate: best val acc (seed 1) | seed | best val acc | epochs | "
-        "test acc (refit) |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
-    for name in ("pretrained", "scratch"):
-        if name not in results:
-            continue
+    arms = [name for name in ("pretrained", "scratch") if name in results]
+    if arms:  # none after --no-finetune: the pretraining table alone
+        lines += [
+            "",
+            "### Fine-tuning: learning rate and epochs chosen on validation, then refit, 3 seeds",
+            "",
+            "| encoder | learning rate: best val acc (seed 1) | seed | best val acc | epochs | "
+            "test acc (refit) |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+    for name in arms:
         r = results[name]
         tried = ", ".join(f"{c['lr']:g}: {c['best']:.4f}" for c in r["choices"])
         for t in r["seeds"]:
@@ -397,6 +412,11 @@ def main() -> None:
     go.add_argument(
         "--seed", type=int, default=0, help="pretraining masks and order (going on: not 0)"
     )
+    go.add_argument(
+        "--pretrain-results",
+        help="an earlier call's results.json: its pretraining rows come first in this one's",
+    )
+    go.add_argument("--no-finetune", dest="finetune", action="store_false", help="pretrain only")
     go.add_argument("--embed-dim", type=int, default=128)
     go.add_argument("--num-heads", type=int, default=4)
     go.add_argument("--ff-dim", type=int, default=512)
@@ -425,6 +445,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "report":
         print(report(json.loads(args.results.read_text("utf-8")), args.markdown, args.figure))
+    elif args.pretrain_minutes <= 0 and not args.init_weights:
+        parser.error("--pretrain-minutes 0 fine-tunes an encoder: name it with --init-weights")
     else:
         run(args)
 

@@ -149,9 +149,10 @@ def test_model_saved_before_loads_with_identical_outputs():
     assert sorted(actual) == sorted(expected)
     for name in expected:
         # Bit-identical on the machine that wrote the file; the tolerance only absorbs float
-        # rounding of another CPU's kernels. A weight in the wrong sublayer, or a norm moved,
-        # changes these O(1) outputs by far more.
-        np.testing.assert_allclose(actual[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
+        # rounding of another CPU's kernels (up to 1.1e-6 measured on an AVX512-FP16/AMX Xeon,
+        # in `encoder`). A weight in the wrong sublayer, or a norm moved, changes these O(1)
+        # outputs by far more: one layer-norm gain reset to ones moves them by 0.06 or more.
+        np.testing.assert_allclose(actual[name], expected[name], rtol=0, atol=1e-5, err_msg=name)
 
 
 if __name__ == "__main__":

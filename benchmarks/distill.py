@@ -8,7 +8,8 @@ student (the ``encoder`` variant of ``--config``, built by the same builder, voc
 on the training portion as ``classify train`` adapts it) trains on the 15,000 training reviews
 with their labels plus the unlabelled ones with the teacher's probabilities as soft labels
 (cross-entropy against [1 - p, p]). The epoch count is chosen on the validation reviews
-(early stopping, best weights kept), then the test reviews are scored once. No refit.
+(early stopping, best weights kept), then the test reviews are scored once; with
+``--refit-epochs`` it trains on every labelled review for that many epochs instead.
 
 It prints the teacher's validation accuracy, a line per student epoch, and a table row.
 
@@ -23,7 +24,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
@@ -43,11 +43,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("teacher", help="the teacher model: a .keras file or an MLflow URI")
     parser.add_argument("--config", default="configs/variants/encoder.yaml")
+    parser.add_argument("--set", action="append", default=[], help="KEY=VALUE, as classify's")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--unlabelled", type=int, default=50000, help="how many to label")
+    parser.add_argument(
+        "--refit-epochs",
+        type=int,
+        help="refit: train on the training and validation reviews (and the unlabelled ones) "
+        "for this many epochs, as train.refit does; the teacher should be a refit run too",
+    )
     args = parser.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: quiet
+    from classifier.startup import import_tensorflow
 
+    import_tensorflow()  # without its C++ start-up lines
     import keras
     import tensorflow as tf
 
@@ -60,7 +68,7 @@ def main() -> None:
     from classifier.train import quiet_libraries
 
     quiet_libraries()
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, args.set)
     keras.utils.set_random_seed(args.seed)
     raw = load_raw_splits(cfg.data)
 
@@ -79,15 +87,24 @@ def main() -> None:
     tick = time.perf_counter()
     teacher = load_model(args.teacher)
     teacher_val = np.array(predict_texts(teacher, val_texts))
-    taught = np.array(predict_texts(teacher, unlabelled))
+    # --unlabelled 0: the same student on the labelled reviews alone (the control)
+    taught = np.array(predict_texts(teacher, unlabelled) if unlabelled else [], "float32")
+    seen = " (a refit teacher trained on them)" if args.refit_epochs else ""
     print(
         f"teacher {args.teacher}: validation accuracy "
-        f"{np.mean((teacher_val > 0.5) == val_labels):.4f}; {len(unlabelled):,} unlabelled "
-        f"reviews labelled, mean P(positive) {taught.mean():.3f}, "
+        f"{np.mean((teacher_val > 0.5) == val_labels):.4f}{seen}; {len(unlabelled):,} unlabelled "
+        f"reviews labelled, mean P(positive) {taught.mean() if unlabelled else 0:.3f}, "
         f"{time.perf_counter() - tick:.0f}s",
         flush=True,
     )
 
+    labelled = raw.train
+    if args.refit_epochs:  # as train.refit: every labelled review, nothing left to validate on
+        labelled = raw.train.concatenate(raw.validation)
+        train_texts, train_labels = (
+            train_texts + val_texts,
+            np.concatenate([train_labels, val_labels]),
+        )
     texts = np.array(train_texts + unlabelled, dtype=object)
     targets = np.concatenate([soft_labels(train_labels), soft_labels(taught)])
     order = np.random.default_rng(args.seed).permutation(len(texts))
@@ -96,7 +113,7 @@ def main() -> None:
         dataset = tf.data.Dataset.from_tensor_slices((list(texts), targets))
         return vectorize(dataset, vectorizer, cfg.data.batch_size, seed, bucket_by_length=True)
 
-    vectorizer = build_vectorizer(cfg.data, raw.train)
+    vectorizer = build_vectorizer(cfg.data, labelled)
     train = pipeline(texts[order], targets[order], seed=args.seed)
     validation = pipeline(val_texts, soft_labels(val_labels))
     test = pipeline(test_texts, soft_labels(test_labels))
@@ -119,22 +136,23 @@ def main() -> None:
             self.tick = time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
+            val = f"  val acc {logs['val_accuracy']:.4f}" if "val_accuracy" in logs else ""
             print(
-                f"epoch {epoch + 1:2d}  loss {logs['loss']:.4f}  val acc "
-                f"{logs['val_accuracy']:.4f}  {time.perf_counter() - self.tick:.0f}s",
+                f"epoch {epoch + 1:2d}  loss {logs['loss']:.4f}{val}  "
+                f"{time.perf_counter() - self.tick:.0f}s",
                 flush=True,
             )
 
     history = model.fit(
         train,
-        validation_data=validation,
-        epochs=cfg.train.epochs,
-        callbacks=[stop, Line()],
+        validation_data=None if args.refit_epochs else validation,
+        epochs=args.refit_epochs or cfg.train.epochs,
+        callbacks=[Line()] if args.refit_epochs else [stop, Line()],
         shuffle=False,  # the pipeline shuffles
         verbose=0,
     )
-    scores = history.history["val_accuracy"]
-    best = int(np.argmax(scores))
+    scores = history.history.get("val_accuracy", [])
+    best = int(np.argmax(scores)) if scores else args.refit_epochs - 1
     _, test_accuracy = model.evaluate(test, verbose=0)
     print("| teacher | seed | unlabelled | val acc per epoch | best epoch | test acc |")
     print("|---|---:|---:|---|---:|---:|")

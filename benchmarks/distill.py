@@ -109,11 +109,12 @@ def main() -> None:
     targets = np.concatenate([soft_labels(train_labels), soft_labels(taught)])
     order = np.random.default_rng(args.seed).permutation(len(texts))
 
+    vectorizer = build_vectorizer(cfg.data, labelled)  # as classify train: labelled text only
+
     def pipeline(texts, targets, seed=None):
         dataset = tf.data.Dataset.from_tensor_slices((list(texts), targets))
         return vectorize(dataset, vectorizer, cfg.data.batch_size, seed, bucket_by_length=True)
 
-    vectorizer = build_vectorizer(cfg.data, labelled)
     train = pipeline(texts[order], targets[order], seed=args.seed)
     validation = pipeline(val_texts, soft_labels(val_labels))
     test = pipeline(test_texts, soft_labels(test_labels))

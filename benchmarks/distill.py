@@ -116,7 +116,8 @@ def main() -> None:
         return vectorize(dataset, vectorizer, cfg.data.batch_size, seed, bucket_by_length=True)
 
     train = pipeline(texts[order], targets[order], seed=args.seed)
-    validation = pipeline(val_texts, soft_labels(val_labels))
+    # A refit has nothing to validate on (and vectorize counts its batches at once).
+    validation = None if args.refit_epochs else pipeline(val_texts, soft_labels(val_labels))
     test = pipeline(test_texts, soft_labels(test_labels))
 
     model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length)
@@ -146,7 +147,7 @@ def main() -> None:
 
     history = model.fit(
         train,
-        validation_data=None if args.refit_epochs else validation,
+        validation_data=validation,
         epochs=args.refit_epochs or cfg.train.epochs,
         callbacks=[Line()] if args.refit_epochs else [stop, Line()],
         shuffle=False,  # the pipeline shuffles

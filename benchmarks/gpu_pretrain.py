@@ -300,9 +300,10 @@ def run(args) -> None:
         results["pretrain_s"] += earlier["pretrain_s"]
         results["earlier_args"] = earlier.get("earlier_args", []) + [earlier["args"]]
     (out / "results.json").write_text(json.dumps(results, indent=1), "utf-8")
-    splits = {name: Reviews.load(ids, name) for name in ("train", "validation", "test")}
-    arms = (("pretrained", encoder),) if args.finetune else ()
-    arms += (("scratch", None),) if args.finetune and args.scratch else ()
+    arms = ()
+    if args.finetune:
+        splits = {name: Reviews.load(ids, name) for name in ("train", "validation", "test")}
+        arms = (("pretrained", encoder),) + ((("scratch", None),) if args.scratch else ())
     for name, start in arms:
         rates = args.pretrained_lrs if start is not None else args.scratch_lrs
         choices = [fine_tune(args, splits, vocab_size, start, lr, 1) for lr in rates]

@@ -29,8 +29,8 @@ import numpy as np  # noqa: E402
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from classifier.config import DataConfig  # noqa: E402
-from classifier.imdb_source import tfds_load  # noqa: E402
+from classifier.config.schema import DataConfig  # noqa: E402
+from classifier.data.source import tfds_load  # noqa: E402
 
 
 def reviews(split: str, data_dir: str | None) -> tuple[list[str], list[int]]:

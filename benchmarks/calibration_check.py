@@ -41,18 +41,18 @@ import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from classifier.calibration import Calibration, head_log_odds  # noqa: E402
-from classifier.config import from_dict  # noqa: E402
-from classifier.data import load_raw_splits, make_datasets  # noqa: E402
-from classifier.keras_predict import classifier_of, load_keras_model, vectorizer_of  # noqa: E402
-from classifier.metrics import (  # noqa: E402
+from classifier.config.schema import from_dict  # noqa: E402
+from classifier.data.pipeline import load_raw_splits, make_datasets  # noqa: E402
+from classifier.evaluation.calibration import Calibration, head_log_odds  # noqa: E402
+from classifier.evaluation.metrics import (  # noqa: E402
     cross_entropy,
     expected_calibration_error,
     fit_temperature,
     fit_temperature_and_offset,
     sigmoid,
 )
-from classifier.tracking import configure_tracking  # noqa: E402
+from classifier.runs.tracking import configure_tracking  # noqa: E402
+from classifier.serving.keras_engine import classifier_of, load_keras_model, vectorizer_of  # noqa: E402
 
 
 def noise_floor(probabilities: np.ndarray, draws: int = 50, seed: int = 0) -> float:

@@ -15,7 +15,7 @@ is then scored by B's cross-entropy and ECE on the validation reviews, which B n
   on the last 5,000 unlabelled reviews, as soft labels;
 - moments on U: the T and c giving B the mean P(positive) and mean entropy of A's calibrated
   probabilities on those reviews (what ``train.refit`` now does:
-  :class:`classifier.refit.ChosenConfidence`).
+  :class:`classifier.training.refit.ChosenConfidence`).
 
 The test split is not read. It prints one markdown table: mean validation NLL and ECE per way
 and variant.
@@ -37,11 +37,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
 
-from classifier.calibration import Calibration, head_log_odds  # noqa: E402
-from classifier.config import Config  # noqa: E402
-from classifier.data import load_last_unlabelled, load_raw_splits, vectorize  # noqa: E402
-from classifier.keras_predict import load_keras_model  # noqa: E402
-from classifier.metrics import (  # noqa: E402
+from classifier.config.schema import Config  # noqa: E402
+from classifier.data.pipeline import load_last_unlabelled, load_raw_splits, vectorize  # noqa: E402
+from classifier.evaluation.calibration import Calibration, head_log_odds  # noqa: E402
+from classifier.evaluation.metrics import (  # noqa: E402
     LOG_INVERSE_T,
     OFFSET,
     _golden_minimum,
@@ -51,7 +50,8 @@ from classifier.metrics import (  # noqa: E402
     match_temperature_and_offset,
     sigmoid,
 )
-from classifier.refit import CALIBRATION_REVIEWS  # noqa: E402
+from classifier.serving.keras_engine import load_keras_model  # noqa: E402
+from classifier.training.refit import CALIBRATION_REVIEWS  # noqa: E402
 
 
 def soft_label_fit(log_odds: np.ndarray, reference: np.ndarray) -> tuple[float, float]:

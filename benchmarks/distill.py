@@ -53,19 +53,24 @@ def main() -> None:
         "for this many epochs, as train.refit does; the teacher should be a refit run too",
     )
     args = parser.parse_args()
-    from classifier.startup import import_tensorflow
+    from classifier.cli.startup import import_tensorflow
 
     import_tensorflow()  # without its C++ start-up lines
     import keras
     import tensorflow as tf
 
-    from classifier.config import load_config
-    from classifier.data import build_vectorizer, load_raw_splits, load_unsupervised, vectorize
+    from classifier.config.schema import load_config
+    from classifier.data.pipeline import (
+        build_vectorizer,
+        load_raw_splits,
+        load_unsupervised,
+        vectorize,
+    )
     from classifier.models.classifier import build_classifier
-    from classifier.predict import predict_texts
-    from classifier.refit import optimizer
-    from classifier.registry import load_model
-    from classifier.train import quiet_libraries
+    from classifier.runs.lifecycle import quiet_libraries
+    from classifier.serving.predict import predict_texts
+    from classifier.serving.registry import load_model
+    from classifier.training.build import optimizer
 
     quiet_libraries()
     cfg = load_config(args.config, args.set)

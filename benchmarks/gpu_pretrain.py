@@ -8,7 +8,7 @@ ids here, with TensorFlow, and this script runs where Keras runs, on the device 
 ``run IDS_DIR OUT``: our own :class:`~classifier.models.pretraining.MaskedLanguageModel` (the
 ``encoder`` variant's embedding, positions and :class:`~classifier.layers.Encoder`, output tied
 to the embedding) pretrained with BERT masking (15%; 80/10/10, as
-:func:`classifier.masking.mlm_mask`, here in NumPy) for a time budget; then, for the encoder
+:func:`classifier.pretraining.masking.mlm_mask`, here in NumPy) for a time budget; then, for the encoder
 from pretraining and from scratch alike, the ``encoder`` classifier of
 :func:`~classifier.models.classifier.build_classifier` fine-tuned as ``train.refit`` does: the
 epoch count and the learning rate chosen on the validation reviews (seed 1 tries each rate),
@@ -101,7 +101,7 @@ class Reviews:
 
 
 def mlm_mask(ids: np.ndarray, rng: np.random.Generator, mask_id: int, rate: float = 0.15):
-    """NumPy twin of :func:`classifier.masking.mlm_mask` (same rule, another random stream):
+    """NumPy twin of :func:`classifier.pretraining.masking.mlm_mask` (same rule, another random stream):
     per review k = min(n, max(1, round(rate n))) real tokens chosen; of them 80% -> [MASK],
     10% -> a random word id in [2, mask_id), 10% kept. Returns the same four arrays."""
     batch, length = ids.shape
@@ -124,7 +124,7 @@ def mlm_mask(ids: np.ndarray, rng: np.random.Generator, mask_id: int, rate: floa
 
 
 def model_config(args, dropout: float):
-    from classifier.config import ModelConfig
+    from classifier.config.schema import ModelConfig
 
     return ModelConfig(
         variant="encoder",

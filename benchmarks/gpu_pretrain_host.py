@@ -3,7 +3,7 @@ machine lacks.
 
 ``prepare OUT``: the pretraining text of ``configs/pretrain.yaml`` (49,000 unlabelled reviews +
 the 15,000 of the training portion; the last 1,000 unlabelled ones held out), its vocabulary
-adapted by :func:`classifier.pretrain_data.pretrain_vectorizer` as ``classify pretrain`` does,
+adapted by :func:`classifier.pretraining.data.pretrain_vectorizer` as ``classify pretrain`` does,
 and the labelled splits (train 15,000, validation 10,000, test 25,000), all as token ids in
 ``OUT/ids.npz`` plus ``OUT/vocabulary.txt``: what ``gpu_pretrain.py run`` reads.
 
@@ -30,9 +30,9 @@ from gpu_pretrain import model_config
 
 def prepare(out: Path, config: str) -> None:
     """Token ids of every split, with the pretraining vocabulary (TensorFlow side)."""
-    from classifier.config import load_config
-    from classifier.data import load_raw_splits
-    from classifier.pretrain_data import load_texts, pretrain_vectorizer
+    from classifier.config.schema import load_config
+    from classifier.data.pipeline import load_raw_splits
+    from classifier.pretraining.data import load_texts, pretrain_vectorizer
 
     cfg = load_config(config)
     texts = load_texts(cfg)
@@ -69,10 +69,10 @@ def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
 
     import mlflow
 
-    from classifier.encoder_artifact import ENCODER_DIR, register_encoder, write_encoder
     from classifier.models.pretraining import build_encoder
-    from classifier.pretrain import ENCODER_KEYS
-    from classifier.tracking import configure_tracking, ensure_experiment, git_commit
+    from classifier.pretraining.encoder_artifact import ENCODER_DIR, register_encoder, write_encoder
+    from classifier.pretraining.pretrain import ENCODER_KEYS
+    from classifier.runs.tracking import configure_tracking, ensure_experiment, git_commit
 
     results = json.loads(results_path.read_text("utf-8"))
     settings = results["args"]

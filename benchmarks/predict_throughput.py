@@ -7,7 +7,7 @@ whatever else runs on the machine), the time from process start to the first res
 (the CSV header comes before any prediction, so it does not count) and the peak RSS (by GNU
 ``time`` where there is one: a child of this process inherits its peak). The first table has
 both engines of the command: the TensorFlow-free fast path (``--model`` the pinned registered
-model, which :func:`classifier.model_source.find_bundle` resolves to its run's LiteRT bundle)
+model, which :func:`classifier.serving.model_source.find_bundle` resolves to its run's LiteRT bundle)
 and the Keras path (``--model`` a local ``model.keras``). A run on one review measures
 what every run pays before its first review (start-up, model load, tracing); the difference of
 the one-review and all-reviews runs gives the reviews per second after start-up, set against
@@ -23,7 +23,7 @@ its version for the whole benchmark.
 A second table sets start-up costs side by side, each a fresh process classifying one review,
 timed from start to its answer (the first result line) and to its exit: a bare ``python -c
 "import tensorflow"`` (the reference), ``classify predict --model`` a local bundle folder (written
-here by :func:`classifier.bundle.write_bundle`), ``classify predict`` with no ``--model`` (the
+here by :func:`classifier.serving.bundle.write_bundle`), ``classify predict`` with no ``--model`` (the
 default registered model, found in the store) and ``classify predict --model model.keras`` (the
 Keras path; the one-review runs of the first table). The issue's targets are on the exit: at
 most 0.30x the bare import's for the local bundle, 0.60x for the default model. A third compares
@@ -60,15 +60,15 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from classifier.bundle import write_bundle  # noqa: E402
-from classifier.config import DataConfig  # noqa: E402
+from classifier.config.schema import DataConfig  # noqa: E402
+from classifier.data.source import split_specs, tfds_load  # noqa: E402
 from classifier.errors import DataNotFoundError, ModelError  # noqa: E402
-from classifier.fast_predict import MODEL_FILE, VOCABULARY_FILE, load_bundle  # noqa: E402
-from classifier.imdb_source import split_specs, tfds_load  # noqa: E402
-from classifier.keras_predict import vectorizer_of  # noqa: E402
-from classifier.model_source import find_bundle  # noqa: E402
-from classifier.predict import DEFAULT_BATCH_SIZE, predict_texts  # noqa: E402
-from classifier.registry import DEFAULT_MODEL_NAME, load_model  # noqa: E402
+from classifier.serving.bundle import write_bundle  # noqa: E402
+from classifier.serving.keras_engine import vectorizer_of  # noqa: E402
+from classifier.serving.litert_engine import MODEL_FILE, VOCABULARY_FILE, load_bundle  # noqa: E402
+from classifier.serving.model_source import find_bundle  # noqa: E402
+from classifier.serving.predict import DEFAULT_BATCH_SIZE, predict_texts  # noqa: E402
+from classifier.serving.registry import DEFAULT_MODEL_NAME, load_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_REVIEWS = 25_000
@@ -111,7 +111,7 @@ def pinned_model(spec: str | None) -> str:
         return spec
     from mlflow.tracking import MlflowClient
 
-    from classifier.tracking import configure_tracking
+    from classifier.runs.tracking import configure_tracking
 
     store = configure_tracking()
     try:
@@ -185,11 +185,11 @@ def floor(model: keras.Model, texts: list[str], batch_size: int, repeats: int):
             for start in range(0, len(texts), VECTORIZE_BATCH)
         ]
     )
-    classifier.predict(ids[:batch_size], batch_size=batch_size, verbose=0)  # trace once
+    classifier.serving.predict(ids[:batch_size], batch_size=batch_size, verbose=0)  # trace once
     wall, cpu = [], []
     for _ in range(repeats):
         started, used = time.perf_counter(), time.process_time()
-        probabilities = classifier.predict(ids, batch_size=batch_size, verbose=0)[:, 1]
+        probabilities = classifier.serving.predict(ids, batch_size=batch_size, verbose=0)[:, 1]
         wall.append(time.perf_counter() - started)
         cpu.append(time.process_time() - used)
     return statistics.median(wall), statistics.median(cpu), probabilities.astype(np.float64)

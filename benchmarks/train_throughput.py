@@ -43,15 +43,15 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers, ops  # noqa: E402
 
-from classifier.config import Config, load_config  # noqa: E402
-from classifier.data import (  # noqa: E402
+from classifier.config.schema import Config, load_config  # noqa: E402
+from classifier.config.variants import names as variant_names  # noqa: E402
+from classifier.data.pipeline import (  # noqa: E402
     build_vectorizer,
     load_raw_splits,
     make_datasets,
 )
 from classifier.errors import DataNotFoundError  # noqa: E402
 from classifier.models.classifier import build_classifier  # noqa: E402
-from classifier.models.variants import names as variant_names  # noqa: E402
 
 SEED = 0
 VARIANT_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "variants"

@@ -1,5 +1,5 @@
 """``python -m classifier`` runs the ``classify`` command line."""
 
-from classifier.cli import main
+from classifier.cli.main import main
 
 main()

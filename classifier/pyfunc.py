@@ -1,56 +1,9 @@
-"""The MLflow pyfunc model that training registers and ``mlflow models serve`` runs.
+"""Where the pyfunc model class lived before the package had folders: models registered then
+pickled it as ``classifier.pyfunc.SentimentModel``, and MLflow unpickles them by that name.
 
-It imports no TensorFlow: a model with a LiteRT bundle is served without it (Keras is imported
-only for a model logged before bundles).
-
-Example (a registered model)::
-
-    model = mlflow.pyfunc.load_model("models:/imdb-sentiment@newest")
-    model.predict(["A wonderful film."])  # label, positive_probability
+It is :class:`classifier.serving.pyfunc.SentimentModel`; new models name that module.
 """
 
-from __future__ import annotations
+from classifier.serving.pyfunc import SentimentModel
 
-from typing import Any
-
-import mlflow
-import pandas as pd
-
-from classifier.config import LABELS
-from classifier.fast_predict import load_bundle
-from classifier.predict import predict_texts
-
-
-class SentimentModel(mlflow.pyfunc.PythonModel):
-    """MLflow pyfunc wrapper of a trained model (raw strings in).
-
-    It runs the model's LiteRT bundle when it has one (no TensorFlow: ``mlflow models serve``
-    starts faster), else the end-to-end ``.keras`` model. ``predict`` takes a list of review
-    strings (or a one-column DataFrame) and returns a DataFrame with ``label``
-    ("negative"/"positive") and ``positive_probability``.
-    """
-
-    def load_context(self, context) -> None:
-        if "bundle" in context.artifacts:
-            self._model = load_bundle(context.artifacts["bundle"])
-        else:  # a model logged before bundles
-            from classifier.keras_predict import load_keras_model
-
-            self._model = load_keras_model(context.artifacts["keras_model"])
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop("_model", None)  # never pickle the model; it is loaded from the artefacts
-        return state
-
-    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        # The signature (one string column) makes MLflow hand over a DataFrame, also for a
-        # plain list of strings; the type hint tells MLflow not to infer another signature.
-        texts = model_input.iloc[:, 0].astype(str).tolist()
-        probabilities = predict_texts(self._model, texts)
-        return pd.DataFrame(
-            {
-                "label": [LABELS[1] if p >= 0.5 else LABELS[0] for p in probabilities],
-                "positive_probability": probabilities,
-            }
-        )
+__all__ = ["SentimentModel"]

@@ -156,8 +156,8 @@ def find_sweep(spec_path: str, sweep_id: str | None) -> tuple[str, str]:
     import mlflow
     from mlflow.tracking import MlflowClient
 
-    from classifier.sweep_spec import expand, load_spec, spec_hash
-    from classifier.tracking import SPEC_HASH_TAG, configure_tracking, find_sweep_parent
+    from classifier.runs.tracking import SPEC_HASH_TAG, configure_tracking, find_sweep_parent
+    from classifier.sweeps.spec import expand, load_spec, spec_hash
 
     configure_tracking()
     client = MlflowClient()
@@ -178,7 +178,7 @@ def save_view(experiment_id: str, parent_id: str, charts: str) -> str:
     """Store the comparison view as a shared view of the experiment; return its key."""
     from mlflow.tracking import MlflowClient
 
-    from classifier.tracking import LABEL_TAG, PARENT_TAG
+    from classifier.runs.tracking import LABEL_TAG, PARENT_TAG
 
     state = {
         "searchFilter": f"tags.{PARENT_TAG} = '{parent_id}'",

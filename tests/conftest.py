@@ -164,8 +164,8 @@ def smoke_run(imdb_data_dir, tmp_path_factory):
 
     Returns ``(tracking_uri, TrainResult)``; the model is registered as ``imdb-sentiment-smoke``.
     """
-    from classifier.config import load_config
-    from classifier.train import train
+    from classifier.config.schema import load_config
+    from classifier.training.train import train
 
     uri = f"sqlite:///{tmp_path_factory.mktemp('smoke-mlflow') / 'mlflow.db'}"
     cfg = load_config(ROOT / "configs" / "smoke.yaml", [f"data.data_dir={imdb_data_dir}"])
@@ -181,9 +181,9 @@ def smoke_run(imdb_data_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(store, fixture_data_dir):
     """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment``."""
-    from classifier.config import load_config
-    from classifier.registry import DEFAULT_MODEL_NAME
-    from classifier.train import train
+    from classifier.config.schema import load_config
+    from classifier.serving.registry import DEFAULT_MODEL_NAME
+    from classifier.training.train import train
 
     cfg = load_config(
         None,
@@ -215,7 +215,7 @@ def keras_file(trained, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def model(keras_file):
-    from classifier.registry import load_keras_model
+    from classifier.serving.registry import load_keras_model
 
     return load_keras_model(keras_file)
 

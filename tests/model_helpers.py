@@ -6,9 +6,9 @@ from __future__ import annotations
 import keras
 from click.testing import CliRunner
 
-from classifier.cli import cli
-from classifier.config import ModelConfig
-from classifier.data import ReviewVectorizer
+from classifier.cli.main import cli
+from classifier.config.schema import ModelConfig
+from classifier.data.pipeline import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
 
 POSITIVE = "a great and wonderful film, superb. loved it, brilliant and moving"

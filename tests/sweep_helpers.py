@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from classifier.cli import cli
+from classifier.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = "sweep-tests"

@@ -1,5 +1,6 @@
-"""The package's shape: no import cycles (module-level or inside functions), no module past
-400 lines, and the modules a command needs before its slow imports import no TensorFlow."""
+"""The package's shape: imports flow one way between its packages (module-level and inside
+functions alike), no import cycles, at most five top-level modules, no module past 400 lines, and
+the modules a command needs before its slow imports import no TensorFlow."""
 
 from __future__ import annotations
 
@@ -12,6 +13,26 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "classifier"
 MAX_LINES = 400
+MAX_TOP_LEVEL_MODULES = 5
+
+#: The packages bottom to top: a module may import its own package and those on lower rows,
+#: never a package on its row or above. (``__init__``/``__main__``: the package itself.)
+LAYERS = (
+    ("errors",),
+    ("config",),
+    ("evaluation",),
+    ("data", "layers"),
+    ("models",),
+    ("plots",),
+    ("runs",),
+    ("serving",),
+    ("pyfunc",),  # the class path that models registered before the folders pickled
+    ("pretraining",),
+    ("training",),
+    ("explain", "sweeps"),
+    ("cli",),
+)
+RANK = {package: rank for rank, row in enumerate(LAYERS) for package in row}
 
 
 def _modules() -> dict[str, Path]:
@@ -69,6 +90,59 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return result
 
 
+def _package(module: str) -> str:
+    """The top-level package of ``classifier.X.y`` (``X``), or the module's own name at the top."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _against_the_direction(modules: dict[str, Path]) -> list[str]:
+    wrong = []
+    for name, path in sorted(modules.items()):
+        here = _package(name)
+        if here not in RANK:
+            continue  # classifier/__init__ and __main__: the package itself
+        for other in sorted(_imports(name, path, modules)):
+            there = _package(other)
+            if there != here and (there not in RANK or RANK[there] >= RANK[here]):
+                wrong.append(f"{name} -> {other}")
+    return wrong
+
+
+def test_every_package_has_a_rank():
+    packages = {_package(name) for name in _modules()} - {"", "__main__"}
+    assert packages - set(RANK) == set()
+
+
+def test_imports_flow_one_way_between_packages():
+    assert _against_the_direction(_modules()) == []
+
+
+def test_the_direction_check_finds_an_import_that_runs_back_up(tmp_path):
+    package = tmp_path / "classifier"
+    for folder, text in {
+        "config": "from classifier.training import train\n",
+        "training": "",
+    }.items():
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+        (package / folder / "m.py").write_text(text)
+    modules = {
+        "classifier.config.m": package / "config" / "m.py",
+        "classifier.training": package / "training" / "__init__.py",
+        "classifier.training.train": package / "training" / "m.py",
+    }
+    assert _against_the_direction(modules) == [
+        "classifier.config.m -> classifier.training",
+        "classifier.config.m -> classifier.training.train",
+    ]
+
+
+def test_the_top_level_keeps_at_most_five_modules():
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
 def test_no_import_cycles():
     modules = _modules()
     leaves = {name for name, path in modules.items() if path.name != "__init__.py"}
@@ -90,11 +164,11 @@ def test_no_module_is_over_the_limit():
     "module",
     [
         "classifier.errors",
-        "classifier.config",
-        "classifier.reviews",
-        "classifier.predict",
-        "classifier.fast_predict",
-        "classifier.startup",
+        "classifier.config.schema",
+        "classifier.serving.reviews",
+        "classifier.serving.predict",
+        "classifier.serving.litert_engine",
+        "classifier.cli.startup",
     ],
 )
 def test_modules_needed_before_the_slow_imports_import_no_tensorflow(module):
@@ -106,7 +180,7 @@ def test_modules_needed_before_the_slow_imports_import_no_tensorflow(module):
 
 def test_the_pyfunc_model_imports_no_tensorflow():
     # MLflow imports it to serve a model: with a bundle, serving needs no TensorFlow.
-    code = "import sys, classifier.pyfunc; print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
+    code = "import sys, classifier.serving.pyfunc; print(sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -4,7 +4,7 @@ Every variant maps token ids (B, T) to class probabilities (B, 2): an embedding,
 stack, masked global average pooling (padding does not dilute the mean), dropout and a two-way
 softmax head. The padding mask (id 0 = padding) is computed once and passed explicitly. Which
 builder a variant uses, and everything else about it, is in the registry
-(:mod:`classifier.models.variants`).
+(:mod:`classifier.config.variants`).
 
 | variant     | stack                                                                 |
 |-------------|-----------------------------------------------------------------------|
@@ -19,7 +19,7 @@ builder a variant uses, and everything else about it, is in the registry
 and the head only applies the softmax.
 
 Example:
-    >>> from classifier.config import ModelConfig
+    >>> from classifier.config.schema import ModelConfig
     >>> model = build_classifier(ModelConfig(variant="encoder"), vocab_size=100, sequence_length=8)
     >>> tuple(model(np.array([[5, 7, 2, 0]])).shape)
     (1, 2)
@@ -30,7 +30,8 @@ from __future__ import annotations
 import keras
 import numpy as np  # noqa: F401 - used by the docstring example
 
-from classifier.config import ModelConfig
+from classifier.config import variants
+from classifier.config.schema import ModelConfig
 from classifier.layers import (
     BagOfNgrams,
     Encoder,
@@ -42,7 +43,6 @@ from classifier.layers import (
     padding_mask,
 )
 from classifier.layers.ngrams import document_frequencies
-from classifier.models import variants
 
 NUM_CLASSES = 2
 
@@ -51,7 +51,7 @@ def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) ->
     """Build the (uncompiled) classifier of ``cfg.variant`` on token ids of any length T.
 
     ``sequence_length`` is the longest T (the size of a learned position table); shorter
-    batches, such as the length buckets of :func:`classifier.data.vectorize`, run as they are.
+    batches, such as the length buckets of :func:`classifier.data.pipeline.vectorize`, run as they are.
     """
     token_ids = keras.Input(shape=(None,), dtype="int64", name="token_ids")
     mask = padding_mask(token_ids)  # (B, T) bool, True = real token

@@ -8,7 +8,7 @@ The encoder is built by the ``encoder`` variant's own builder
 into a classifier.
 
 Example:
-    >>> from classifier.config import ModelConfig
+    >>> from classifier.config.schema import ModelConfig
     >>> cfg = ModelConfig(variant="encoder", num_layers=1)
     >>> mlm = MaskedLanguageModel.from_model_config(cfg, vocab_size=100, sequence_length=8)
     >>> logits = mlm((np.array([[5, 99, 2, 0]]), np.array([[1, 0]])))
@@ -25,7 +25,7 @@ from typing import Any
 import keras
 import numpy as np  # noqa: F401 - used by the docstring example
 
-from classifier.config import ModelConfig
+from classifier.config.schema import ModelConfig
 from classifier.layers import MaskedLMHead, padding_mask
 from classifier.models.classifier import encoder_stack
 from classifier.models.transformer import Transformer

@@ -186,7 +186,7 @@ def plot_reliability_diagram(
         >>> plot_reliability_diagram(tmp / "reliability.png", [0, 1, 1, 1], {"model": p}).name
         'reliability.png'
     """
-    from classifier.metrics import calibration_bins, expected_calibration_error
+    from classifier.evaluation.metrics import calibration_bins, expected_calibration_error
 
     figure = Figure(figsize=(6, 7))
     axes, counts_axes = figure.subplots(2, 1, height_ratios=(3, 1), sharex=True)

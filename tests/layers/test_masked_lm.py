@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 from keras import ops
 
-from classifier.config import load_config
+from classifier.config.schema import load_config
 from classifier.layers import MaskedLMHead
 from classifier.models.pretraining import MaskedLanguageModel
-from classifier.pretrain import new_pretraining_model
+from classifier.pretraining.pretrain import new_pretraining_model
 from tests.layer_checks import run_layer_test, run_model_test
 
 V, D = 40, 8

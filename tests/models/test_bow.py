@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from classifier.compare import compare
-from classifier.config import load_config
-from classifier.explain import explain_text, word_contributions
-from classifier.keras_predict import classifier_of, vectorizer_of
-from classifier.model_source import find_bundle
-from classifier.predict import predict_texts
-from classifier.registry import load_keras_model
-from classifier.train import train
+from classifier.config.schema import load_config
+from classifier.explain.explanation import explain_text, word_contributions
+from classifier.serving.keras_engine import classifier_of, vectorizer_of
+from classifier.serving.model_source import find_bundle
+from classifier.serving.predict import predict_texts
+from classifier.serving.registry import load_keras_model
+from classifier.sweeps.compare import compare
+from classifier.training.train import train
 from tests.conftest import fixture_data_overrides
 from tests.model_helpers import NEGATIVE, POSITIVE, run
 

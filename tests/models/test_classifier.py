@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from classifier.config import ModelConfig
-from classifier.data import ReviewVectorizer
+from classifier.config.schema import ModelConfig
+from classifier.config.variants import names
+from classifier.data.pipeline import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
-from classifier.models.variants import names
 
 VARIANTS = names()
 VOCAB = 50

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from classifier.compare import compare, key_params
-from classifier.config import ModelConfig, load_config
+from classifier.config import variants
+from classifier.config.schema import ModelConfig, load_config
 from classifier.errors import ConfigError
-from classifier.explain import explain_text
+from classifier.explain.explanation import explain_text
 from classifier.layers import MaskedAttention
-from classifier.models import variants
 from classifier.models.classifier import build_classifier, embed
-from classifier.registry import load_keras_model
-from classifier.sweep_spec import SweepSpec, expand
-from classifier.train import train
+from classifier.serving.registry import load_keras_model
+from classifier.sweeps.compare import compare, key_params
+from classifier.sweeps.spec import SweepSpec, expand
+from classifier.training.train import train
 from tests.conftest import ROOT, fixture_data_overrides
 
 EXPERIMENT = "throwaway-variant"

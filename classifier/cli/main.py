@@ -1,0 +1,336 @@
+"""The ``classify`` command line: thin click commands that parse options and delegate.
+
+Bad configs, missing data and an unusable tracking store end in one line on stderr and exit
+code 2, never a traceback; both are checked before the slow imports (TensorFlow).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were defined here
+    NOT_A_RUN_ID,
+    RUN_ID,
+    ClassifyGroup,
+    checked,
+    config_options,
+    exit_130_when_interrupted,
+    model_option,
+    resolve_config,
+    resumable_config,
+    resume_option,
+)
+from classifier.cli.startup import import_tensorflow, reach_store
+from classifier.config.schema import Config
+from classifier.errors import UserError
+
+
+@click.group(cls=ClassifyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="imdb-classifier")
+@click.option("-v", "--verbose", is_flag=True, help="Show TensorFlow's logs (CLASSIFY_VERBOSE=1).")
+def cli(verbose: bool) -> None:
+    """Train, compare and serve Transformer sentiment classifiers for IMDB reviews.
+
+    \b
+    Examples:
+      classify data
+      classify train --config configs/smoke.yaml
+    """
+    if verbose or os.environ.get("CLASSIFY_VERBOSE", "").lower() not in ("", "0", "false"):
+        os.environ["CLASSIFY_VERBOSE"] = "1"  # what import_tensorflow reads
+    else:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # set before TensorFlow is imported
+
+
+@cli.command()
+@config_options
+def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | None) -> None:
+    """Show the IMDB splits: sizes, label balance, review lengths and an example.
+
+    \b
+    Example:
+      TFDS_DATA_DIR=../shared/tensorflow_datasets classify data
+    """
+    cfg = resolve_config(config_path, overrides, data_dir)
+    import_tensorflow()
+    from classifier.data import pipeline as imdb
+
+    click.echo(imdb.describe(cfg.data))
+
+
+@cli.command()
+@config_options
+@resume_option
+def train(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+) -> None:
+    """Train one classifier, evaluate it on the test split and log everything to MLflow.
+
+    Prints a line per epoch and a summary with the test accuracy and the run id. The model is
+    registered as train.registered_model (alias "newest"). Ctrl-C marks the run KILLED and keeps
+    its checkpoint (exit code 130); --resume continues it. With model.init_from the encoder
+    variant starts from a pretrained encoder (classify pretrain) and its vocabulary.
+
+    \b
+    Examples:
+      classify train --config configs/default.yaml
+      classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
+      classify train --config configs/smoke.yaml --set model.init_from=models:/imdb-encoder@newest
+      classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+    """
+    cfg = resumable_config(config_path, overrides, data_dir, resume)
+    from classifier.training.train import train as run_training
+
+    exit_130_when_interrupted(lambda: run_training(cfg, resume=resume, echo=click.echo))
+
+
+@cli.command()
+@config_options
+@resume_option
+def pretrain(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+) -> None:
+    """Pretrain the encoder on unlabelled reviews plus the training portion, and register it.
+
+    pretrain.objective: mlm (masked language model, BERT's masking) or span (T5 span
+    corruption with the encoder-decoder Transformer). Prints a line per epoch with the loss and
+    accuracy on the masked tokens (training, held-out reviews). The encoder is registered as
+    pretrain.registered_model (alias "newest"); model.init_from fine-tunes from it. Ctrl-C marks
+    the run KILLED and keeps its checkpoint (exit code 130); --resume continues it.
+
+    \b
+    Examples:
+      classify pretrain --config configs/pretrain.yaml
+      classify pretrain --config configs/pretrain-smoke.yaml --set pretrain.objective=span
+      classify pretrain --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+    """
+    cfg = resumable_config(config_path, overrides, data_dir, resume)
+    from classifier.pretraining.pretrain import pretrain as run_pretraining
+
+    exit_130_when_interrupted(lambda: run_pretraining(cfg, resume=resume, echo=click.echo))
+
+
+def _load_model(model_spec: str | None):
+    if model_spec is None or model_spec.startswith(("models:", "runs:")):
+        reach_store(lookup=True)  # a missing local store: load_model says "no model found"
+    import_tensorflow()
+    from classifier.serving.registry import load_model
+
+    return load_model(model_spec)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@model_option
+@click.option(
+    "--per-line", is_flag=True, help="Each non-blank line is a review (default: each file is one)."
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="A review is positive when P(positive) >= this.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Reviews per model call.",
+)
+def predict(
+    files: tuple[str, ...],
+    model_spec: str | None,
+    per_line: bool,
+    output_format: str,
+    threshold: float,
+    batch_size: int,
+) -> None:
+    """Classify reviews in FILE... (- for stdin) as positive or negative.
+
+    Prints per review its source (file, or file:line with --per-line), the label and the
+    probability of positive. A bad input gets one line on stderr and the others are still
+    classified; the exit code is then 1 (2 for a usage error or no usable model).
+
+    \b
+    Examples:
+      classify predict review.txt other.txt
+      classify predict --per-line --format csv reviews.txt > predictions.csv
+      echo "A wonderful film." | classify predict --model models:/imdb-sentiment@newest -
+    """
+    from classifier.serving.model_source import find_bundle
+
+    bundle = find_bundle(model_spec)  # the run's LiteRT bundle: no TensorFlow, no MLflow
+    if bundle is not None:
+        from classifier.serving.litert_engine import load_bundle
+
+        model = load_bundle(bundle)
+    else:
+        model = _load_model(model_spec)
+    from classifier.serving.predict import classify_files
+
+    failed = classify_files(
+        model,
+        files,
+        per_line=per_line,
+        output_format=output_format,
+        threshold=threshold,
+        batch_size=batch_size,
+        out=click.echo,
+        err=lambda line: click.echo(line, err=True),
+        stdin=click.get_binary_stream("stdin"),
+    )
+    sys.exit(1 if failed else 0)
+
+
+@cli.command()
+@click.argument("file")
+@model_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    callback=checked,
+    help="File to write (default: FILE's name + .attention.png or .html, here).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["png", "html"]),
+    help="png, or a self-contained html page (default: from --output's extension, else png).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="The review is positive when P(positive) >= this.",
+)
+def explain(
+    file: str,
+    model_spec: str | None,
+    output: str | None,
+    output_format: str | None,
+    threshold: float,
+) -> None:
+    """Draw one review (FILE, or - for stdin) with its words shaded by the attention they
+    receive in the model's last attention layer (mean over heads), and the predicted label.
+
+    \b
+    Examples:
+      classify explain review.txt                  # writes review.txt.attention.png
+      classify explain review.txt -o review.html   # a self-contained HTML page
+      sed -n 3p reviews.txt | classify explain - -o third.png
+    """
+    model = _load_model(model_spec)
+    from classifier.explain.explanation import explain_file, summary
+
+    done = explain_file(
+        model,
+        file,
+        output=output,
+        output_format=output_format,
+        threshold=threshold,
+        err=lambda line: click.echo(line, err=True),
+        stdin=click.get_binary_stream("stdin"),
+    )
+    if done is None:
+        sys.exit(1)
+    click.echo(summary(*done))
+
+
+@cli.command()
+@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List the numbered points (label, overrides, config hash) and exit; nothing is logged.",
+)
+def sweep(spec_path: str, dry_run: bool) -> None:
+    """Train every point of a sweep spec as nested MLflow runs under one parent run.
+
+    SPEC is a YAML file naming a base config, overrides, points and a grid (see
+    configs/sweeps/). The parent run gets the comparison table (CSV, Markdown), a test-accuracy
+    bar chart and a validation-accuracy chart. Running the same spec again skips finished
+    points and resumes interrupted ones; Ctrl-C marks the sweep KILLED (exit code 130).
+
+    \b
+    Examples:
+      classify sweep configs/sweeps/variants.yaml --dry-run
+      classify sweep configs/sweeps/quick.yaml
+    """
+    from classifier.sweeps import spec as sweep_spec
+
+    spec = sweep_spec.load_spec(spec_path)
+    points = sweep_spec.expand(spec)
+    if dry_run:
+        click.echo(sweep_spec.describe_points(spec, points))
+        return
+    reach_store()
+    import_tensorflow()
+    from classifier.runs.interrupts import stop_on_signals
+    from classifier.sweeps import run as sweeps
+
+    stop_on_signals()
+    try:
+        sweeps.run_sweep(spec, echo=click.echo)
+    except sweeps.SweepInterrupted as interrupted:
+        click.echo(str(interrupted), err=True)
+        sys.exit(130)
+
+
+@cli.command()
+@click.option(
+    "--experiment",
+    metavar="NAME",
+    callback=checked,
+    help="Compare the finished runs of this experiment, sweep parents excluded "
+    "(default: imdb-classifier).",
+)
+@click.option("--sweep", "sweep_id", metavar="RUN_ID", help="Compare the children of this sweep.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "markdown", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+def compare(experiment: str | None, sweep_id: str | None, output_format: str) -> None:
+    """Print the comparison table of finished runs from MLflow: one row per variant.
+
+    Runs that differ only in the seed form one row: variant, seeds, key params, best validation
+    accuracy (mean), test accuracy (mean ± std), epochs, training time and parameter count.
+
+    \b
+    Examples:
+      classify compare --sweep 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+      classify compare --experiment imdb-sweeps --format markdown
+    """
+    if experiment and sweep_id:
+        raise UserError("give --experiment or --sweep, not both")
+    if sweep_id is not None and not RUN_ID.fullmatch(sweep_id):
+        raise click.BadParameter(NOT_A_RUN_ID.format(sweep_id), param_hint="'--sweep'")
+    name = experiment or Config().experiment
+    reach_store(absent=f"no run {sweep_id!r}" if sweep_id else f"no experiment {name!r}")
+    from classifier.sweeps import compare as comparison
+
+    rows = comparison.compare(experiment=experiment, sweep_id=sweep_id)
+    click.echo(comparison.format_comparison(rows, output_format))
+
+
+def main() -> None:
+    """Entry point of the ``classify`` console script."""
+    cli(prog_name="classify")

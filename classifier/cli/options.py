@@ -1,0 +1,129 @@
+"""Options and helpers shared by the ``classify`` commands (:mod:`classifier.cli.main`): the group
+that turns a :class:`~classifier.errors.UserError` into one line, the config options, and the
+``--resume`` handling of the commands that train. Imports nothing heavy.
+
+Example:
+    >>> bool(RUN_ID.fullmatch("3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d"))
+    True
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+
+import click
+
+from classifier.cli.startup import import_tensorflow, reach_store
+from classifier.config.schema import Config, load_config
+from classifier.errors import UserError
+
+RUN_ID = re.compile("[0-9a-f]{32}")  # an MLflow run id
+NOT_A_RUN_ID = "{!r} is not an MLflow run id (32 lowercase hex digits)"
+
+
+class ClassifyGroup(click.Group):
+    """A click group that turns a :class:`~classifier.errors.UserError` into one line on stderr
+    and its exit code (2); anything else is a bug and keeps its traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except UserError as error:
+            click.echo(f"classify: error: {error}", err=True)
+            ctx.exit(error.exit_code)
+
+
+def checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A usage error for an empty value (what a script passes for an unset variable)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("must not be empty")
+    return value
+
+
+def config_options(command: Callable) -> Callable:
+    """``--config``, ``--set`` and ``--data-dir``: shared by every command that reads a config."""
+    command = click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False),
+        callback=checked,
+        help="TFDS data directory (default: $TFDS_DATA_DIR, else ~/tensorflow_datasets).",
+    )(command)
+    command = click.option(
+        "--set",
+        "overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a config value, e.g. --set model.num_heads=4 (repeatable).",
+    )(command)
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        callback=checked,
+        help="YAML config (default: the built-in defaults, as in configs/default.yaml).",
+    )(command)
+
+
+def resolve_config(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None
+) -> Config:
+    """Load the config, apply ``--set`` overrides and ``--data-dir``."""
+    config = load_config(config_path, overrides)
+    if data_dir:
+        config.data.data_dir = data_dir
+    return config
+
+
+def model_option(command: Callable) -> Callable:
+    """``--model``: a saved model or an MLflow model URI; shared by predict and explain."""
+    return click.option(
+        "--model",
+        "model_spec",
+        metavar="PATH|URI",
+        callback=checked,
+        help="A .keras file (or a folder holding one), a run's LiteRT bundle folder, or an MLflow "
+        "URI: models:/NAME@ALIAS, models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. "
+        "Default: the newest version of the registered imdb-sentiment in the tracking store "
+        "($MLFLOW_TRACKING_URI, else mlflow.db in the project root).",
+    )(command)
+
+
+def resume_option(command: Callable) -> Callable:
+    """``--resume RUN_ID``: shared by the commands that train (train, pretrain)."""
+    return click.option(
+        "--resume",
+        metavar="RUN_ID",
+        help="Continue a KILLED or FAILED run from its last checkpoint (uses the run's own "
+        "config).",
+    )(command)
+
+
+def resumable_config(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+) -> Config | None:
+    """The config of a new run, or None to resume ``resume`` with its own; then check the store,
+    import TensorFlow and let SIGTERM and SIGHUP stop the run as Ctrl-C does."""
+    if resume and (config_path or overrides):
+        raise UserError("--resume continues with the run's own config; drop --config and --set")
+    if resume is not None and not RUN_ID.fullmatch(resume):  # '': a script's unset variable
+        raise click.BadParameter(NOT_A_RUN_ID.format(resume), param_hint="'--resume'")
+    cfg = None if resume else resolve_config(config_path, overrides, data_dir)
+    reach_store(absent=resume and f"no run {resume!r}")
+    import_tensorflow()
+    from classifier.runs.interrupts import stop_on_signals
+
+    stop_on_signals()
+    return cfg
+
+
+def exit_130_when_interrupted(run: Callable[[], object]) -> None:
+    """Call ``run``; a stopped run prints how to resume it and exits with code 130."""
+    from classifier.runs.lifecycle import TrainingInterrupted
+
+    try:
+        run()
+    except TrainingInterrupted as interrupted:
+        click.echo(str(interrupted), err=True)
+        sys.exit(130)

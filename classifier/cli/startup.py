@@ -1,0 +1,37 @@
+"""What a command does before its slow imports: check the tracking store (a bad one fails in
+seconds), then import TensorFlow without its C++ start-up lines. Imports nothing heavy itself.
+
+Example (in a click command)::
+
+    reach_store()  # one line naming MLFLOW_TRACKING_URI if it is unusable
+    import_tensorflow()  # quiet unless CLASSIFY_VERBOSE=1
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def import_tensorflow() -> None:
+    """Import TensorFlow with file descriptor 2 on /dev/null (unless verbose): its C++ side
+    prints oneDNN and absl lines at import even with ``TF_CPP_MIN_LOG_LEVEL=3``. Only the
+    import is silenced, so an import error's traceback and everything after still shows."""
+    if os.environ.get("CLASSIFY_VERBOSE") == "1" or "tensorflow" in sys.modules:
+        return
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def reach_store(absent: str | None = None, lookup: bool = False) -> None:
+    """Check the tracking store before the slow imports: a bad one fails in seconds."""
+    from classifier.runs import tracking
+
+    if not (lookup and tracking.missing_local_store()):  # a lookup creates no store
+        tracking.configure_tracking(absent=absent)

@@ -1,0 +1,363 @@
+"""IMDB reviews: TFDS loading, deterministic splits, text vectorization and tf.data pipelines.
+
+The TFDS ``train`` split (25,000 reviews) is cut in order into training and validation reviews
+(default 15,000 / 10,000, as in the reference experiments); the ``test`` split (25,000) is only
+used for the final evaluation, never for model selection. ``unsupervised`` (50,000 unlabelled
+reviews) is reachable through :func:`load_unsupervised`.
+
+Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
+
+    cfg = load_config("configs/smoke.yaml").data
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+    data = make_datasets(cfg, raw, vectorizer)
+    ids, labels = next(iter(data.train))  # (batch, <= sequence_length) int64, (batch,) int64
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from classifier.config.schema import IMDB_TRAIN_REVIEWS, LABELS, DataConfig  # noqa: F401 - LABELS
+from classifier.data.source import (
+    DATASET,
+    check_sizes,
+    resolve_data_dir,
+    split_sizes,
+    split_specs,
+    tfds_load,
+)
+from classifier.errors import DataNotFoundError
+
+VECTORIZE_BATCH = 1024
+
+_BREAK_TAG = r"<br\s*/?>"
+_PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
+# Control characters and Unicode line/paragraph separators (IMDB has cp1252 leftovers such as
+# \x85 and \x96): Keras saves the vocabulary one token per line and reads it back with
+# str.splitlines(), so a token holding one of these would not survive a .keras round trip.
+_CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
+
+
+@dataclass(frozen=True)
+class RawSplits:
+    """The three labelled splits as ``tf.data`` datasets of ``(text, label)`` scalars."""
+
+    train: tf.data.Dataset
+    validation: tf.data.Dataset
+    test: tf.data.Dataset
+
+
+@dataclass(frozen=True)
+class Datasets:
+    """Batched, prefetched ``(token_ids, label)`` pipelines ready for ``model.fit``."""
+
+    train: tf.data.Dataset
+    validation: tf.data.Dataset
+    test: tf.data.Dataset
+
+
+def load_raw_splits(cfg: DataConfig, with_ids: bool = False) -> RawSplits:
+    """Load training, validation and test reviews as ``(text, label)`` (or dicts with ``tfds_id``).
+
+    Args:
+        cfg: the data config (sizes, data directory).
+        with_ids: yield TFDS feature dicts with a ``tfds_id`` per review instead of tuples.
+    """
+    check_sizes(cfg, split_sizes(cfg))
+    specs = split_specs(cfg)
+    kwargs = (
+        {"read_config": tfds.ReadConfig(add_tfds_id=True)} if with_ids else {"as_supervised": True}
+    )
+    train, validation, test = tfds_load(list(specs.values()), cfg, shuffle_files=False, **kwargs)
+    return RawSplits(train=train, validation=validation, test=test)
+
+
+def load_unsupervised(cfg: DataConfig) -> tf.data.Dataset:
+    """The 50,000 unlabelled reviews (label -1), as a dataset of text scalars."""
+    return tfds_load("unsupervised", cfg, as_supervised=True).map(lambda text, _: text)
+
+
+def load_last_unlabelled(cfg: DataConfig, count: int) -> tuple[tf.data.Dataset, int]:
+    """The last ``count`` unlabelled reviews (all of them where the split holds fewer), as
+    ``(text, -1)`` pairs, and how many that is.
+
+    Raises:
+        DataNotFoundError: the prepared copy holds no unlabelled review.
+    """
+    count = min(count, split_sizes(cfg)["unsupervised"])
+    if count < 1:  # "unsupervised[-0:]" would be the whole split
+        raise DataNotFoundError(
+            f"the unsupervised split in {resolve_data_dir(cfg)[0]} holds no review "
+            "(a refit model's calibration needs unlabelled reviews)"
+        )
+    return tfds_load(f"unsupervised[-{count}:]", cfg, as_supervised=True), count
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+def standardize_review(text: tf.Tensor) -> tf.Tensor:
+    """Lowercase, turn control characters and ``<br />`` into spaces, drop apostrophes and
+    other punctuation.
+
+    Example:
+        >>> standardize_review(tf.constant("Don't miss it!<br />Great."))
+        <tf.Tensor: ... numpy=b'dont miss it  great '>
+    """
+    text = tf.strings.lower(text)
+    text = tf.strings.regex_replace(text, _CONTROL, " ")
+    text = tf.strings.regex_replace(text, _BREAK_TAG, " ")
+    text = tf.strings.regex_replace(text, "'", "")
+    return tf.strings.regex_replace(text, _PUNCTUATION, " ")
+
+
+@keras.saving.register_keras_serializable(package="classifier")
+class ReviewVectorizer(keras.layers.Layer):
+    """Raw review strings to fixed-length token ids, keeping the head or the tail of long reviews.
+
+    Wraps ``keras.layers.TextVectorization`` (vocabulary, :func:`standardize_review`) and cuts
+    each review to ``sequence_length`` ids: ``truncate="head"`` keeps the first ids,
+    ``"tail"`` the last ones (as Keras' pre-tokenized IMDB does). Id 0 is padding, 1 is
+    out-of-vocabulary; padding always goes at the end.
+
+    Args:
+        vocab_size: vocabulary size, padding and OOV included.
+        sequence_length: number of ids per review (T).
+        truncate: ``"head"`` or ``"tail"``.
+        vocabulary: optional word list (without padding and OOV) instead of ``adapt``.
+
+    Call arguments:
+        texts: string tensor of shape (B,).
+
+    Returns:
+        int64 tensor of shape (B, T).
+
+    Example:
+        >>> v = ReviewVectorizer(100, 4, "tail")
+        >>> v.adapt(tf.data.Dataset.from_tensor_slices(["a b c d e f"]).batch(1))
+        >>> v(tf.constant(["a b c d e f"])).shape
+        TensorShape([1, 4])
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        sequence_length: int,
+        truncate: str = "tail",
+        vocabulary: list[str] | None = None,
+        **kwargs,
+    ):
+        # Strings in, ids out: no float math, so no mixed-precision policy (as saved, too).
+        super().__init__(**{"dtype": "float32", **kwargs})
+        if truncate not in ("head", "tail"):
+            raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
+        self.vocab_size = vocab_size
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+        self.text_vectorization = keras.layers.TextVectorization(
+            max_tokens=vocab_size,
+            standardize=standardize_review,
+            output_mode="int",
+            name="text_vectorization",
+        )
+        if vocabulary is not None:
+            # set_vocabulary fills the lookup table now; the constructor argument would leave
+            # it uninitialised when the layer is first called symbolically.
+            self.text_vectorization.set_vocabulary(vocabulary)
+
+    def adapt(self, texts: tf.data.Dataset) -> None:
+        """Build the vocabulary from a dataset of string batches."""
+        self.text_vectorization.adapt(texts)
+
+    def get_vocabulary(self) -> list[str]:
+        """The vocabulary, index = token id ('' is padding, '[UNK]' is OOV)."""
+        return [str(token) for token in self.text_vectorization.get_vocabulary()]
+
+    def build(self, input_shape=None):
+        # The lookup table is the only state; it is filled by ``adapt`` or ``vocabulary``.
+        self.built = True
+
+    def call(self, texts):
+        ids = self.text_vectorization(texts)
+        ragged = tf.RaggedTensor.from_tensor(ids, padding=0)
+        length = self.sequence_length
+        kept = ragged[:, :length] if self.truncate == "head" else ragged[:, -length:]
+        return kept.to_tensor(default_value=0, shape=[None, length])
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], self.sequence_length)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            sequence_length=self.sequence_length,
+            truncate=self.truncate,
+        )
+        return config
+
+
+def texts_of(dataset: tf.data.Dataset) -> tf.data.Dataset:
+    """The review texts of a ``(text, label)`` dataset, batched for adapting or vectorizing."""
+    return dataset.map(lambda text, _: text).batch(VECTORIZE_BATCH)
+
+
+def build_vectorizer(cfg: DataConfig, train: tf.data.Dataset) -> ReviewVectorizer:
+    """A :class:`ReviewVectorizer` whose vocabulary is adapted on ``train`` (text, label) only."""
+    vectorizer = ReviewVectorizer(cfg.vocab_size, cfg.sequence_length, cfg.truncate)
+    vectorizer.adapt(texts_of(train))
+    return vectorizer
+
+
+def vectorize(
+    dataset: tf.data.Dataset,
+    vectorizer: ReviewVectorizer,
+    batch_size: int,
+    shuffle_seed: int | None = None,
+    bucket_by_length: bool = False,
+) -> tf.data.Dataset:
+    """Vectorize once, cache, optionally shuffle (seeded, reshuffled each epoch), batch, prefetch.
+
+    With ``bucket_by_length`` each batch holds reviews of similar length and is padded only to
+    its longest review (at most ``sequence_length``) instead of to ``sequence_length``: the
+    same model function (the padding is masked everywhere) at a fraction of the work, since
+    half the reviews are shorter than 175 words. Batches keep ``batch_size`` reviews; their
+    order stays deterministic for a given seed, so two passes over an unshuffled split agree.
+    """
+    ids = (
+        dataset.batch(VECTORIZE_BATCH)
+        .map(lambda text, label: (vectorizer(text), label), num_parallel_calls=tf.data.AUTOTUNE)
+        .unbatch()
+        .cache()
+    )
+    if shuffle_seed is not None:  # a full shuffle of a training portion (pretraining: partial)
+        ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)
+    if not bucket_by_length:
+        return ids.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    boundaries = length_buckets(vectorizer.sequence_length)
+    trimmed = ids.map(_drop_padding)
+    # Each bucket yields ceil(reviews in it / batch_size) batches, whatever the order; stating
+    # the count lets Keras know the epoch length (no "ran out of data" warning). The counting
+    # pass also fills the cache, which the first epoch would do anyway.
+    lengths = np.concatenate([batch.numpy() for batch in trimmed.map(_length).batch(4096)])
+    per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
+    batches = int(np.sum(-(-per_bucket // batch_size)))
+    return (
+        trimmed.bucket_by_sequence_length(
+            _length,  # the same length as counted above
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+        )
+        .apply(tf.data.experimental.assert_cardinality(batches))
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+
+def length_buckets(sequence_length: int, buckets: int = 8) -> list[int]:
+    """Upper bounds (exclusive) of equal-width length buckets below ``sequence_length``.
+
+    Example:
+        >>> length_buckets(256)
+        [33, 65, 97, 129, 161, 193, 225]
+    """
+    width = max(1, sequence_length // buckets)
+    return [bound + 1 for bound in range(width, sequence_length - width + 1, width)]
+
+
+def _length(token_ids: tf.Tensor, label: tf.Tensor) -> tf.Tensor:
+    """The length of one trimmed review: what picks its bucket."""
+    return tf.shape(token_ids)[0]
+
+
+def _drop_padding(token_ids: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Cut the trailing padding of one review (padding only ever follows the ids; keep >= 1)."""
+    length = tf.maximum(tf.math.count_nonzero(token_ids, dtype=tf.int32), 1)
+    return token_ids[:length], label
+
+
+def make_datasets(
+    cfg: DataConfig, raw: RawSplits, vectorizer: ReviewVectorizer, seed: int = 0
+) -> Datasets:
+    """Training (shuffled with ``seed``), validation and test pipelines of ``(ids, label)``."""
+    bucket = cfg.bucket_by_length
+    return Datasets(
+        train=vectorize(raw.train, vectorizer, cfg.batch_size, seed, bucket_by_length=bucket),
+        validation=vectorize(raw.validation, vectorizer, cfg.batch_size, bucket_by_length=bucket),
+        test=vectorize(raw.test, vectorizer, cfg.batch_size, bucket_by_length=bucket),
+    )
+
+
+def resumed_seed(seed: int, epochs_done: int) -> int:
+    """The seed for the pipelines of a run that resumes after ``epochs_done`` epochs.
+
+    tf.data draws each pass's shuffle order and random numbers from the seed alone, pass by
+    pass, so a new process would replay epoch 1's order and masks as its first pass. A fresh
+    run (``epochs_done`` 0) keeps ``seed``; a resumed one gets a seed of its own for each
+    resume point. (Its passes differ from those an unbroken run would have made.)
+
+    Example:
+        >>> resumed_seed(42, 0)
+        42
+        >>> len({resumed_seed(42, 0), resumed_seed(42, 2), resumed_seed(42, 3)})
+        3
+    """
+    if epochs_done == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, epochs_done]).generate_state(1)[0])
+
+
+def review_lengths(dataset: tf.data.Dataset) -> tuple[list[int], list[int]]:
+    """Words per review (after :func:`standardize_review`) and labels of a (text, label) dataset."""
+    lengths: list[int] = []
+    labels: list[int] = []
+    for texts, batch_labels in dataset.batch(VECTORIZE_BATCH):
+        words = tf.strings.split(standardize_review(texts))
+        lengths.extend(words.row_lengths().numpy().tolist())
+        labels.extend(batch_labels.numpy().tolist())
+    return lengths, labels
+
+
+def describe(cfg: DataConfig) -> str:
+    """A printable summary: split sizes, label balance, length percentiles, an example review."""
+    sizes = split_sizes(cfg)
+    raw = load_raw_splits(cfg)
+    header = (
+        f"{'split':<13}{'reviews':>9}{'negative':>10}{'positive':>10}"
+        f"{'words p50':>11}{'p90':>7}{'p99':>7}{'max':>7}"
+    )
+    rows = [header]
+    for name, dataset in (("train", raw.train), ("validation", raw.validation), ("test", raw.test)):
+        lengths, labels = review_lengths(dataset)
+        count, positive = len(labels), sum(labels)
+        pct = _percentiles(lengths, (50, 90, 99))
+        rows.append(
+            f"{name:<13}{count:>9,}{count - positive:>10,}{positive:>10,}"
+            f"{pct[0]:>11}{pct[1]:>7}{pct[2]:>7}{max(lengths, default=0):>7}"
+        )
+    rows.append(f"{'unsupervised':<13}{sizes['unsupervised']:>9,}  (unlabelled)")
+    text, label = next(iter(raw.train))
+    example = text.numpy().decode("utf-8")
+    specs = split_specs(cfg)
+    return "\n".join(
+        [
+            f"IMDB reviews (TFDS {DATASET}); TFDS splits: "
+            + ", ".join(f"{name} {size:,}" for name, size in sizes.items()),
+            f"training = {specs['train']}, validation = {specs['validation']}, test = {specs['test']}",
+            "",
+            *rows,
+            "",
+            f"Example (first training review, {LABELS[int(label)]}):",
+            f"  {example[:400]}{'...' if len(example) > 400 else ''}",
+        ]
+    )
+
+
+def _percentiles(values: list[int], points: tuple[int, ...]) -> list[int]:
+    ordered = sorted(values) or [0]
+    return [ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] for p in points]

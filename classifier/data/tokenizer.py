@@ -1,0 +1,166 @@
+"""Review text to token ids without TensorFlow: exactly the ids of ``data.ReviewVectorizer``.
+
+``classify predict`` uses this module to tokenize without importing TensorFlow; it imports only
+the standard library and NumPy. Every step works on UTF-8 bytes, as the TensorFlow ops do, and
+reproduces them exactly (``tests/test_tokenizer*.py`` check every id against ``ReviewVectorizer``,
+on adversarial strings and on all test and unlabelled IMDB reviews):
+
+- ``tf.strings.lower`` (default ``encoding=""``) lowers ASCII ``A-Z`` only: ``É``, ``Σ`` and
+  ``İ`` stay as they are. ``bytes.lower`` does the same; ``str.lower`` would not.
+- The control-character regex (RE2, UTF-8 mode) replaces each code point U+0000-U+001F,
+  U+007F-U+009F, U+2028 and U+2029 by one space. In bytes: ``00-1F``, ``7F``, ``C2 80-C2 9F``,
+  ``E2 80 A8``, ``E2 80 A9``, wherever they occur; a lone ``85`` byte (invalid UTF-8), an overlong
+  form or a surrogate encoding is left alone.
+- ``<br\\s*/?>`` becomes a space; RE2's ``\\s`` is ``[\\t\\n\\f\\r ]`` (no ``\\v``, nothing beyond
+  ASCII). Apostrophes are deleted, then each ASCII punctuation byte becomes a space: Unicode
+  punctuation (``…``, ``“``, ``—``) stays inside words.
+- ``TextVectorization(split="whitespace")`` calls ``tf.strings.split``, which splits on ASCII
+  whitespace only (space, ``\\t \\n \\v \\f \\r``), as ``bytes.split()`` does; ``str.split()``
+  would also split on ``\\x1c-\\x1f``, ``\\x85``, no-break and other Unicode spaces.
+
+A ``str`` is encoded as strict UTF-8, as ``tf.constant`` does (a lone surrogate raises
+``ValueError`` in both); ``bytes`` are taken as they are, invalid UTF-8 included.
+
+Example:
+    >>> tokenizer = Tokenizer(["", "[UNK]", "dont", "miss", "it"], sequence_length=4)
+    >>> tokenizer.words("Don't MISS it!<br />Émigré.")
+    ['dont', 'miss', 'it', 'Émigré']
+    >>> tokenizer.encode(["Don't MISS it!<br />Émigré.", "it"]).tolist()
+    [[2, 3, 4, 1], [4, 0, 0, 0]]
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+PADDING = ""  # id 0
+OOV = "[UNK]"  # id 1
+OOV_ID = 1
+TRUNCATE_SIDES = ("head", "tail")
+
+_PUNCTUATION = string.punctuation.replace("'", "").encode("ascii")
+# Step 1 in one pass: ASCII lower-casing and the one-byte control characters (00-1F, 7F).
+_LOWER_AND_CONTROL = bytes.maketrans(
+    bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(0x20)) + b"\x7f",
+    bytes(range(ord("a"), ord("z") + 1)) + b" " * 0x21,
+)
+# The two-byte (U+0080-U+009F) and three-byte (U+2028, U+2029) control characters. No byte of
+# these is below 0x80, so replacing the one-byte ones first does not change where they match.
+_WIDE_CONTROL = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
+_BREAK_TAG = re.compile(rb"<br[\t\n\f\r ]*/?>")
+_PUNCTUATION_TO_SPACE = bytes.maketrans(_PUNCTUATION, b" " * len(_PUNCTUATION))
+
+
+def standardize(text: str | bytes) -> bytes:
+    """The bytes of ``classifier.data.pipeline.standardize_review(tf.constant(text)).numpy()``.
+
+    Example:
+        >>> standardize("Don't miss it!<br />Great.")
+        b'dont miss it  great '
+        >>> standardize("ÉTÉ\\u00a0Σ\\x85x")  # ASCII-only lower-casing; U+0085 is a control
+        b'\\xc3\\x89t\\xc3\\x89\\xc2\\xa0\\xce\\xa3 x'
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    data = data.translate(_LOWER_AND_CONTROL)
+    if b"\xc2" in data or b"\xe2\x80" in data:
+        data = _WIDE_CONTROL.sub(b" ", data)
+    if b"<br" in data:
+        data = _BREAK_TAG.sub(b" ", data)
+    return data.translate(_PUNCTUATION_TO_SPACE, b"'")
+
+
+class Tokenizer:
+    """Review strings to ``(B, T)`` int64 token ids, equal to ``ReviewVectorizer(texts).numpy()``.
+
+    Args:
+        vocabulary: the tokens by id, as ``ReviewVectorizer.get_vocabulary()`` returns them:
+            ``''`` (padding, id 0), ``'[UNK]'`` (out of vocabulary, id 1), then the words.
+        sequence_length: ids per review (T); shorter reviews are padded with 0 at the end.
+        truncate: ``"tail"`` keeps the last T ids of a longer review, ``"head"`` the first T.
+
+    Example:
+        >>> tokenizer = Tokenizer(["", "[UNK]", "a", "b"], sequence_length=2, truncate="head")
+        >>> tokenizer.encode(["A b c", b"b", ""]).tolist()
+        [[2, 3], [3, 0], [0, 0]]
+    """
+
+    def __init__(self, vocabulary: Sequence[str], sequence_length: int, truncate: str = "tail"):
+        vocabulary = list(vocabulary)
+        if vocabulary[:2] != [PADDING, OOV]:
+            raise ValueError(
+                f"vocabulary must start with {PADDING!r} and {OOV!r}, got {vocabulary[:2]!r}"
+            )
+        if truncate not in TRUNCATE_SIDES:
+            raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
+        if sequence_length < 1:
+            raise ValueError(f"sequence_length must be at least 1, got {sequence_length}")
+        ids = _Ids((token.encode("utf-8"), index) for index, token in enumerate(vocabulary))
+        if len(ids) != len(vocabulary):
+            repeated = sorted(token for token, n in Counter(vocabulary).items() if n > 1)
+            raise ValueError(f"vocabulary repeats {len(repeated)} token(s): {repeated[:5]!r}")
+        self.vocabulary = vocabulary
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+        self._ids = ids
+
+    @classmethod
+    def from_file(cls, path: str | Path, sequence_length: int, truncate: str = "tail") -> Tokenizer:
+        """A tokenizer for a ``vocabulary.txt`` as training writes it (one token per line).
+
+        Example:
+            >>> import pathlib, tempfile
+            >>> path = pathlib.Path(tempfile.mkdtemp()) / "vocabulary.txt"
+            >>> _ = path.write_text("\\n".join(["", "[UNK]", "good"]), encoding="utf-8")
+            >>> Tokenizer.from_file(path, 3).encode(["Good, good movie"]).tolist()
+            [[2, 2, 1]]
+        """
+        vocabulary = Path(path).read_text(encoding="utf-8").split("\n")
+        return cls(vocabulary, sequence_length, truncate)
+
+    def words(self, text: str | bytes) -> list[str]:
+        """All words of ``text`` after standardization, before truncation (invalid UTF-8 in
+        ``bytes`` input shows as U+FFFD).
+
+        Example:
+            >>> Tokenizer(["", "[UNK]"], 4).words("Rock'n'roll\\u00a0ÉTÉ… <BR/>x\\x1cy")
+            ['rocknroll\\xa0ÉtÉ…', 'x', 'y']
+        """
+        return [word.decode("utf-8", "replace") for word in standardize(text).split()]
+
+    def encode(self, texts: Sequence[str | bytes]) -> np.ndarray:
+        """Token ids of shape ``(len(texts), sequence_length)``, dtype int64.
+
+        Example:
+            >>> Tokenizer(["", "[UNK]", "a"], 3).encode(["a b a c a", "b"]).tolist()
+            [[2, 1, 2], [1, 0, 0]]
+        """
+        length = self.sequence_length
+        lookup = self._ids.__getitem__
+        tail = self.truncate == "tail"
+        flat: list[int] = []
+        counts: list[int] = []
+        for text in texts:
+            data = standardize(text)
+            # Split off at most `length` words from the kept end: the rest stays one piece.
+            words = data.rsplit(None, length) if tail else data.split(None, length)
+            if len(words) > length:
+                words = words[1:] if tail else words[:length]
+            flat += map(lookup, words)
+            counts.append(len(words))
+        ids = np.zeros((len(counts), length), dtype=np.int64)
+        kept = np.arange(length) < np.array(counts, dtype=np.int64)[:, None]
+        ids[kept] = np.array(flat, dtype=np.int64)  # row-major: each row's ids, then padding
+        return ids
+
+
+class _Ids(dict):
+    """Word (UTF-8 bytes) to id; a word not in it is out of vocabulary (id 1)."""
+
+    def __missing__(self, word: bytes) -> int:
+        return OOV_ID

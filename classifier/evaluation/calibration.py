@@ -1,0 +1,93 @@
+"""Calibration of a trained classifier, folded into its head: a temperature and an offset.
+
+The classifier's head is ``Dense(2, softmax)`` on the pooled features x: logits ``z = W x + b``,
+log-odds of positive ``d = z1 - z0``. :func:`calibrate` fits, on the validation reviews (never
+the test split), the temperature T and offset c with the lowest cross-entropy of
+``sigmoid(d / T + c)`` (Platt scaling) and folds them into the head: its kernel and bias are
+divided by T and c is added to the positive logit's bias, so the saved model, ``classify
+predict`` and the pyfunc model report calibrated probabilities with no extra layer.
+
+T > 1 softens an over-confident model; T < 1 (at least 0.1) sharpens an under-confident one;
+dividing by T changes no label at threshold 0.5. The offset moves the threshold instead: a model
+whose early-stopped weights say positive too often or too rarely (mean P(positive) off the
+share of positive reviews) is shifted back, which does change labels, as a threshold chosen on
+the validation reviews would. ``offset=False`` fits T alone. (A refit model, trained on the
+validation reviews, is calibrated without them: :class:`classifier.training.refit.ChosenConfidence`.)
+
+Example (a trained classifier and its validation pipeline)::
+
+    calibration = calibrate(model, data.validation)  # e.g. T 1.36, offset +0.19
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from classifier.evaluation.metrics import fit_temperature, fit_temperature_and_offset
+
+HEAD = "head"  # the name build_classifier gives the Dense(2, softmax) head
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The map from a head's log-odds d to calibrated ones: ``d / temperature + offset``.
+
+    Example:
+        >>> Calibration(temperature=2.0, offset=0.5).apply(np.array([2.0]))  # 2 / 2 + 0.5
+        array([1.5])
+        >>> Calibration(temperature=2.0, offset=0.5).undo(np.array([1.5]))  # (1.5 - 0.5) * 2
+        array([2.])
+    """
+
+    temperature: float
+    offset: float = 0.0
+
+    def apply(self, log_odds: np.ndarray) -> np.ndarray:
+        """The calibrated log-odds: what the head gives once this calibration is folded in."""
+        return log_odds / self.temperature + self.offset
+
+    def undo(self, calibrated: np.ndarray) -> np.ndarray:
+        """The log-odds before calibration, from calibrated ones."""
+        return (calibrated - self.offset) * self.temperature
+
+
+def head_log_odds(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.ndarray, ...]:
+    """``(z1 - z0, labels)`` over a dataset of ``(token_ids, label)`` batches, from the head's
+    own inputs and weights (exact, where log(p1 / p0) would lose the tails to rounding)."""
+    head = classifier.get_layer(HEAD)
+    features = keras.Model(classifier.inputs, head.input)
+    kernel, bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
+    log_odds, labels = [], []
+    for token_ids, batch_labels in dataset:
+        x = keras.ops.convert_to_numpy(features(token_ids, training=False)).astype(np.float64)
+        z = x @ kernel + bias
+        log_odds.append(z[:, 1] - z[:, 0])
+        labels.append(batch_labels.numpy())
+    return np.concatenate(log_odds), np.concatenate(labels)
+
+
+def fold_calibration(classifier: keras.Model, calibration: Calibration) -> None:
+    """Divide the head's kernel and bias by the temperature and add the offset to the positive
+    logit's bias: ``softmax`` then gives ``sigmoid(d / T + offset)``."""
+    head = classifier.get_layer(HEAD)
+    kernel, bias = (keras.ops.convert_to_numpy(w) / calibration.temperature for w in head.weights)
+    bias[1] += calibration.offset
+    head.set_weights([kernel, bias])
+
+
+def calibrate(
+    classifier: keras.Model, validation: tf.data.Dataset, offset: bool = True
+) -> Calibration:
+    """Fit the temperature (and, with ``offset``, the offset) on ``validation``, fold them into
+    the head and return them."""
+    log_odds, labels = head_log_odds(classifier, validation)
+    if offset:
+        calibration = Calibration(*fit_temperature_and_offset(log_odds, labels))
+    else:
+        calibration = Calibration(fit_temperature(log_odds, labels))
+    fold_calibration(classifier, calibration)
+    return calibration

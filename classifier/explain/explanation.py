@@ -1,0 +1,286 @@
+"""Which words a trained classifier attends to, drawn over the review (PNG or HTML).
+
+For one review, :func:`explain_text` recomputes the token ids with the model's own vectorizer
+and runs a second Keras model over the classifier's own graph and weights that outputs both
+the probabilities and the attention weights of the layer the variant registry names
+(:attr:`~classifier.config.variants.Variant.explained_layer`; the last one of a stack),
+averaged over heads. Nothing is replayed by hand: :func:`attention_model` wires the graph
+with ``keras.models.clone_model``, sharing every layer but the explained one, which is a
+weight-identical copy called with ``return_attention_scores=True`` (Keras cannot give a second
+output to a layer already called without it). So models saved before this module changed are
+explained the same way.
+
+The attention a token *receives* is the mean, over the real (non-padding) query positions q,
+of ``weights[q, k]``: it sums to 1 over the review's tokens.
+
+A linear model (``bow``, ``explains="contributions"``) is its own explanation: each word is
+shaded by its contribution to the log-odds of ``positive`` (:func:`word_contributions`),
+signed, from red (towards negative) to blue (towards positive).
+
+Example (a trained model; ``classify explain`` does this)::
+
+    model = classifier.serving.registry.load_model("model.keras")
+    explanation = explain_text(model, "A wonderful, moving film.")
+    plots.plot_token_attention("review.png", **figure_arguments(explanation))
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from classifier import plots
+from classifier.config import variants
+from classifier.data.pipeline import LABELS, standardize_review
+from classifier.errors import ExplainError
+from classifier.explain.views import Explanation, figure_arguments, write_html
+from classifier.layers.ngrams import ngram_features
+from classifier.serving.keras_engine import classifier_of, vectorizer_of
+from classifier.serving.predict import DEFAULT_THRESHOLD
+from classifier.serving.reviews import STDIN, Reporter, read_reviews, review_byte_limit
+
+OUTPUT_FORMATS = ("png", "html")
+TOP_WORDS = 15
+
+
+def attention_model(classifier: keras.Model) -> tuple[keras.Model, str]:
+    """A model over ``classifier``'s graph and weights: token ids to ``(probabilities (B, 2),
+    attention weights (B, h, T, T))`` of the layer its variant explains; and that layer in words.
+
+    Raises:
+        ExplainError: the classifier is not one the variant registry knows, or lacks the layer.
+    """
+    variant = variants.variant_of_model(classifier.name)
+    if variant is None:
+        raise ExplainError(f"model {classifier.name!r} is not a classifier of a known variant")
+    try:
+        original = classifier.get_layer(variant.explained_layer)
+    except ValueError:
+        raise ExplainError(
+            f"classifier {classifier.name!r} has no layer {variant.explained_layer!r} to explain"
+        ) from None
+    captured = []
+
+    def clone_function(layer):
+        return type(layer).from_config(layer.get_config()) if layer is original else layer
+
+    def call_function(layer, *args, **kwargs):
+        if layer.name != original.name or layer is original:
+            return layer(*args, **kwargs)
+        output, weights = layer(*args, return_attention_scores=True, **kwargs)
+        layer.set_weights(original.get_weights())  # built by the call above
+        captured.append(weights)
+        return output
+
+    (token_ids,) = classifier.inputs
+    inputs = keras.Input(shape=(None,), dtype=token_ids.dtype, name="token_ids")
+    clone = keras.models.clone_model(
+        classifier, inputs, clone_function=clone_function, call_function=call_function
+    )
+    (weights,) = captured
+    stacked = isinstance(weights, list | tuple)  # a stack: every layer's weights
+    last = len(weights) if stacked else 1
+    weights = weights[-1] if stacked else weights
+    if len(weights.shape) == 3:  # one head: (B, T, S)
+        weights = keras.ops.expand_dims(weights, 1)
+    described = variant.explained_as.format(last=last)
+    return keras.Model(
+        inputs, [clone.output, weights], name="attention_of_" + clone.name
+    ), described
+
+
+def explain_text(
+    model: keras.Model, text: str, threshold: float = DEFAULT_THRESHOLD, source: str = ""
+) -> Explanation:
+    """Predict one review and weigh its tokens by the attention they receive (last layer).
+
+    Raises:
+        ExplainError: when no word of the review is left after standardization, or the model
+            is not a classifier of a registered variant.
+    """
+    vectorizer = vectorizer_of(model)
+    texts = tf.constant([text], dtype=tf.string)
+    token_ids = keras.ops.convert_to_numpy(vectorizer(texts))[0]
+    count = int(np.count_nonzero(token_ids))  # padding (0) only ever follows the words
+    if count == 0:
+        raise ExplainError("no words left after standardization (nothing to explain)")
+    classifier = classifier_of(model)
+    variant = variants.variant_of_model(classifier.name)
+    if variant is not None and variant.explains == "contributions":
+        probability, shares = word_contributions(classifier, token_ids[:count])
+        layer, heads = variant.explained_as, 0
+    else:
+        explainer, layer = attention_model(classifier)
+        probabilities, weights = explainer(token_ids[None, :count], training=False)
+        weights = keras.ops.convert_to_numpy(weights)[0]
+        probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
+        shares, heads = attention_received(weights, np.ones(count, dtype=bool)), weights.shape[0]
+
+    words = [
+        word.decode("utf-8", errors="replace")
+        for word in tf.strings.split(standardize_review(texts)).to_list()[0]
+    ]
+    length = vectorizer.sequence_length
+    kept = words[:length] if vectorizer.truncate == "head" else words[-length:]
+    if len(kept) != count:  # never expected; fall back to the vocabulary's spelling
+        vocabulary = vectorizer.get_vocabulary()
+        kept = [vocabulary[int(i)] for i in token_ids[:count]]
+    return Explanation(
+        source=source,
+        tokens=kept,
+        in_vocabulary=[int(i) != 1 for i in token_ids[:count]],
+        attention=shares,
+        probability=probability,
+        label=LABELS[1] if probability >= threshold else LABELS[0],
+        layer=layer,
+        heads=int(heads),
+        dropped_words=max(0, len(words) - count),
+        truncate=vectorizer.truncate,
+        signed=heads == 0,
+    )
+
+
+def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[float, np.ndarray]:
+    """P(positive) of a ``bow`` classifier for one review's ids (no padding), and each word's
+    contribution to the log-odds of positive.
+
+    A feature f (a word, or a pair of neighbouring words) adds ``value_f * (k_f . d)`` to the
+    log-odds, where ``value_f`` is its normalised TF-IDF value, ``k_f`` its kernel row and ``d``
+    the head's column difference (the temperature included). A word receives its unigram's
+    share and half of each pair's it is in, split evenly over repeats (a feature counts once).
+    So the contributions sum to the log-odds minus the bias (the calibration's offset is in
+    the bias): nothing is lost or invented.
+    """
+    bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
+    kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
+    direction = kernel[:, 1] - kernel[:, 0]
+    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
+    features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
+    rows = keras.ops.convert_to_numpy(bag.kernel).astype(np.float64)[features] @ direction
+    per_feature = {  # first occurrences only: a repeat's value is 0
+        int(f): float(c) for f, c, v in zip(features, values * rows, values, strict=True) if v
+    }
+    unsorted = keras.ops.convert_to_numpy(ngram_features(ids, bag.vocab_size, bag.buckets))[0]
+    unigrams, bigrams = unsorted[: ids.shape[1]].tolist(), unsorted[ids.shape[1] :].tolist()
+    times = Counter(unigrams + bigrams)
+    shares = np.array([per_feature.get(u, 0.0) / times[u] for u in unigrams])
+    for position, pair in enumerate(bigrams):
+        half = per_feature.get(pair, 0.0) / times[pair] / 2
+        shares[position] += half
+        shares[position + 1] += half
+    bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
+    log_odds = float(shares.sum() + bias + head_bias[1] - head_bias[0])
+    return float(1 / (1 + np.exp(-log_odds))), shares
+
+
+def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention each key receives: the mean over heads, then over real query positions.
+
+    Args:
+        weights: (h, T, S) or (T, S) attention weights of one sequence (rows: queries).
+        mask: (T,) bool, ``True`` at real tokens (queries and keys share it).
+
+    Returns:
+        (S,) float array, 0 at padding; it sums to 1 when every real row sums to 1.
+
+    Example:
+        >>> attention_received(np.array([[[0.5, 0.5], [1.0, 0.0]]]), np.array([True, True]))
+        array([0.75, 0.25])
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim == 3:
+        weights = weights.mean(axis=0)
+    mask = np.asarray(mask, dtype=bool)
+    received = weights[mask].mean(axis=0) if mask.any() else np.zeros(weights.shape[-1])
+    return np.where(mask, received, 0.0)
+
+
+# --- one file, end to end --------------------------------------------------------------------
+
+
+def default_output(path: str, output_format: str) -> Path:
+    """``<name>.attention.png`` (or ``.html``) in the working directory.
+
+    Example:
+        >>> default_output("reviews/great.txt", "png")
+        PosixPath('great.txt.attention.png')
+    """
+    stem = "stdin" if path == STDIN else Path(path).name
+    return Path(f"{stem}.attention.{output_format}")
+
+
+def output_format_of(output: str | None, output_format: str | None) -> str:
+    """The explicit format, else the output file's extension (``.html``/``.htm``), else png.
+
+    Example:
+        >>> output_format_of("page.HTML", None), output_format_of(None, None)
+        ('html', 'png')
+    """
+    if output_format:
+        return output_format
+    if output and Path(output).suffix.lower() in (".html", ".htm"):
+        return "html"
+    return "png"
+
+
+def explain_file(
+    model: keras.Model,
+    path: str,
+    *,
+    output: str | None = None,
+    output_format: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    err: Callable[[str], None] = print,
+    stdin: BinaryIO | None = None,
+) -> tuple[Path, Explanation] | None:
+    """Explain the review in ``path`` (``-``: stdin) into a PNG or HTML file.
+
+    Bad input is reported on one line through ``err`` (as in ``classify predict``).
+
+    Returns:
+        ``(path written, explanation)``, or ``None`` when the input could not be explained.
+    """
+    reporter = Reporter(err)
+    output_format = output_format_of(output, output_format)
+    vectorizer = vectorizer_of(model)
+    reviews = read_reviews(
+        [path],
+        reporter,
+        max_bytes=review_byte_limit(vectorizer.sequence_length),
+        keep=vectorizer.truncate,
+        stdin=stdin,
+    )
+    review = next(iter(reviews), None)
+    if review is None:
+        return None
+    try:
+        explanation = explain_text(model, review.text, threshold, source=review.source)
+    except ExplainError as error:
+        reporter.error(review.source, str(error))
+        return None
+    target = Path(output) if output else default_output(path, output_format)
+    try:
+        if output_format == "html":
+            written = write_html(target, explanation)
+        else:
+            written = plots.plot_token_attention(target, **figure_arguments(explanation))
+    except OSError as error:
+        reporter.error(str(target), f"cannot write ({error.strerror or error})")
+        return None
+    return written, explanation
+
+
+def summary(written: Path, explanation: Explanation) -> str:
+    """The line ``classify explain`` prints."""
+    return (
+        f"{written}: {explanation.label} (P(positive) {explanation.probability:.4f}), "
+        f"{len(explanation.tokens)} tokens, "
+        + ("word contributions in " if explanation.signed else "attention of ")
+        + explanation.layer
+    )

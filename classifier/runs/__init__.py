@@ -1,0 +1,10 @@
+"""MLflow runs and their lifecycle: the tracking store and its paths (``tracking``,
+``store_paths``), heartbeats and claims (``leases``), stop signals (``interrupts``), mixed
+precision and the device (``precision``), resuming from a checkpoint (``resume``), and the one
+lifecycle that training and pretraining share (``lifecycle``: claim, start with a heartbeat,
+log the inputs, checkpoint each epoch, mark KILLED on a stop).
+
+It may import :mod:`classifier.errors`, :mod:`classifier.config`, :mod:`classifier.evaluation`,
+:mod:`classifier.data`, :mod:`classifier.layers`, :mod:`classifier.models` and
+:mod:`classifier.plots`.
+"""

@@ -1,0 +1,241 @@
+"""MLflow tracking: where runs go (URIs), experiments, the tags that tie runs together and the
+queries that find them again. Imports nothing from the package but :mod:`classifier.errors`.
+
+By default every run lands in one SQLite store, ``<project root>/mlflow.db``, with artefacts in
+``<project root>/mlruns/``, whatever the working directory; ``MLFLOW_TRACKING_URI`` overrides it
+(for example ``http://127.0.0.1:5000`` for an ``mlflow server``). :func:`configure_tracking`
+checks the store before anything is trained: a server must answer ``GET /health`` within
+seconds, and a SQLite store is created (or migrated) under a lock, once, so that processes
+started together do not race in MLflow's migrations.
+
+Example (creates the store if need be)::
+
+    uri = configure_tracking()
+    experiment_id = ensure_experiment("imdb-classifier")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import Run
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from classifier.errors import TrackingError, first_line
+from classifier.runs.store_paths import (  # noqa: F401 - tracking_uri and friends live there
+    PACKAGE_DIR,
+    default_tracking_uri,
+    project_root,
+    sqlite_path,
+    tracking_uri,
+)
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; the store is then created unlocked
+    fcntl = None
+
+
+# MLflow tags of sweep runs.
+SPEC_HASH_TAG = "sweep_spec_hash"  # parent: hash of the resolved point list
+PARENT_TAG = "sweep_parent"  # child: the parent's run id
+POINT_TAG = "sweep_point"  # child: the point's number, from 1
+LABEL_TAG = "sweep_label"  # child: the point's group label, e.g. "encoder (position=learned)"
+MODEL_ALIAS = "newest"  # alias of the newest registered version ("latest" is reserved by MLflow)
+CONFIG_HASH_TAG = "config_hash"  # every training run: Config.config_hash() of its config
+
+HEALTH_TIMEOUT = 3.0  # seconds a tracking server has to answer GET /health
+
+
+def missing_local_store(uri: str | None = None) -> bool:
+    """True when the store is a SQLite file that does not exist yet: it holds nothing, and a
+    lookup must not create it."""
+    path = sqlite_path(uri or tracking_uri())
+    return path is not None and not path.exists()
+
+
+def configure_tracking(absent: str | None = None) -> str:
+    """Point MLflow (tracking and model registry) at :func:`tracking_uri`, check that the store
+    answers, and return the URI. For a lookup, ``absent`` is what is missing when a local store
+    does not exist yet (``"no run 'ID'"``): then ``"<absent> in <URI>"`` is raised and nothing is
+    created.
+
+    An ``http(s)`` server must answer ``GET /health`` within :data:`HEALTH_TIMEOUT` seconds. A
+    SQLite store is opened once under an exclusive lock on ``<db>.lock`` beside it, so that
+    MLflow creates or migrates a fresh database in one process only; other stores are opened
+    once, so that a bad URI fails here.
+
+    Raises:
+        TrackingError: one line naming the URI (unreachable server, unknown scheme, missing
+            folder, unwritable folder, not a database, ...).
+    """
+    uri = tracking_uri()
+    path = sqlite_path(uri)
+    if uri.split(":", 1)[0].lower() in ("http", "https"):
+        check_server(uri)
+    elif path is None:
+        _open_store(uri)  # another database, a bare path, an unknown scheme
+    else:
+        if not path.parent.is_dir():
+            raise TrackingError(
+                f"tracking store {uri}{_origin()}: folder {path.parent} does not exist"
+            )
+        if absent and not path.exists():
+            raise TrackingError(f"{absent} in {uri}")
+        with _exclusive_lock(path.with_name(path.name + ".lock")) as locked:
+            if not locked and not path.exists():
+                raise TrackingError(
+                    f"tracking store {uri}{_origin()}: cannot create it, folder {path.parent} "
+                    "is not writable"
+                )
+            _open_store(uri)
+    mlflow.set_tracking_uri(uri)  # only once the store answers
+    mlflow.set_registry_uri(uri)
+    return uri
+
+
+def _origin() -> str:
+    return " (MLFLOW_TRACKING_URI)" if os.environ.get("MLFLOW_TRACKING_URI") else ""
+
+
+def check_server(uri: str, timeout: float = HEALTH_TIMEOUT) -> None:
+    """Raise :class:`TrackingError` unless the MLflow server at ``uri`` answers ``GET /health``
+    with 200 ``OK`` within ``timeout`` seconds (no retries; MLflow's own requests would retry
+    for minutes). Uses MLflow's HTTP settings: TLS, credentials, proxies."""
+    from mlflow.tracking._tracking_service.utils import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    where = f"the MLflow tracking server {uri}{_origin()}"
+    try:
+        answer = http_request(
+            get_default_host_creds(uri),
+            "/health",
+            "GET",
+            max_retries=0,
+            timeout=timeout,
+            raise_on_status=False,
+        )
+    except MlflowException as error:  # MLflow wraps what requests raised
+        text = str(error).lower()
+        reasons = {
+            "connection refused": "connection refused",
+            "timed out": f"no answer within {timeout:g} s",
+            "name or service not known": "unknown host",
+            "nodename nor servname": "unknown host",
+        }
+        reason = next((short for key, short in reasons.items() if key in text), first_line(error))
+        raise TrackingError(f"cannot reach {where}: {reason}") from None
+    if answer.status_code != 200 or answer.text.strip() != "OK":
+        status = f"{answer.status_code} {answer.reason}".strip()
+        raise TrackingError(
+            f"{where} answered GET /health with {status}, not 200 OK: is it an MLflow server?"
+        )
+
+
+@contextlib.contextmanager
+def _exclusive_lock(lock_path: Path) -> Iterator[bool]:
+    """Hold an exclusive ``flock`` on ``lock_path`` (created if needed); yields False when the
+    file cannot be created (a read-only folder: nobody can create a store there either)."""
+    try:
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield False
+        return
+    try:
+        if fcntl is not None:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield True
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def _open_store(uri: str) -> None:
+    """One cheap query, which makes MLflow create or migrate the database when needed."""
+    from sqlalchemy.exc import SQLAlchemyError  # what a database that is not one raises
+
+    mlflow_logger = logging.getLogger("mlflow")
+    level = mlflow_logger.level
+    mlflow_logger.setLevel(logging.WARNING)  # not "Creating initial MLflow database tables..."
+    try:
+        MlflowClient(uri).search_experiments(max_results=1)
+    except (MlflowException, SQLAlchemyError, OSError) as error:
+        raise TrackingError(f"tracking store {uri}{_origin()}: {first_line(error)}") from None
+    finally:
+        mlflow_logger.setLevel(level)
+
+
+def ensure_experiment(name: str) -> str:
+    """Create the experiment if needed and make it active; return its id.
+
+    A new experiment in a local SQLite store keeps its artefacts beside the database
+    (``mlruns/`` next to ``mlflow.db``), not relative to the current directory.
+    """
+    client = MlflowClient()
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        location = None
+        path = sqlite_path(mlflow.get_tracking_uri())
+        if path is not None:
+            location = (path.resolve().parent / "mlruns").as_uri()
+        experiment_id = client.create_experiment(name, artifact_location=location)
+    else:
+        experiment_id = experiment.experiment_id
+    mlflow.set_experiment(experiment_id=experiment_id)
+    return experiment_id
+
+
+def git_commit() -> str:
+    """The checkout's commit hash (with ``-dirty`` when it has local changes), or ``unknown``."""
+    try:
+        root = project_root()
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return f"{commit}-dirty" if dirty else commit
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def find_sweep_parent(experiment_id: str, digest: str, earliest: bool = False) -> str | None:
+    """The newest (or the earliest) sweep parent run with this spec hash, or None."""
+    runs = mlflow.search_runs(
+        experiment_ids=[experiment_id],
+        filter_string=f"tags.{SPEC_HASH_TAG} = '{digest}'",
+        output_format="list",
+    )
+    if not runs:
+        return None
+    order = sorted(runs, key=lambda run: (run.info.start_time, run.info.run_id))
+    return (order[0] if earliest else order[-1]).info.run_id
+
+
+def sweep_children(parent_run_id: str, finished_only: bool = True) -> list[Run]:
+    """The child runs of a sweep's parent run (only the FINISHED ones by default), newest first."""
+    parent = MlflowClient().get_run(parent_run_id)
+    status = " and attributes.status = 'FINISHED'" if finished_only else ""
+    return mlflow.search_runs(
+        experiment_ids=[parent.info.experiment_id],
+        filter_string=f"tags.{PARENT_TAG} = '{parent_run_id}'{status}",
+        order_by=["attributes.start_time DESC"],
+        output_format="list",
+    )
+
+
+def metric_history(client: MlflowClient, run_id: str, key: str) -> list[float]:
+    """A metric's values in step order (the last value logged at a step wins)."""
+    by_step = {metric.step: metric.value for metric in client.get_metric_history(run_id, key)}
+    return [by_step[step] for step in sorted(by_step)]

@@ -1,0 +1,243 @@
+"""Finding, loading and logging models in MLflow, and the pyfunc wrapper that serves them.
+
+A model is found from a ``--model`` value (:func:`load_model`): a ``.keras`` file, a folder
+holding one (an MLflow model folder included), or an MLflow URI (``models:/NAME@ALIAS``,
+``models:/NAME/VERSION``, ``models:/NAME@latest``, ``runs:/RUN_ID[/PATH]``); by default the
+newest version of the registered ``imdb-sentiment`` in the configured tracking store. MLflow
+models are loaded from their ``.keras`` file (``safe_mode`` on) and run by Keras directly.
+Training logs a model with :func:`log_pyfunc_model`: the :class:`SentimentModel` pyfunc
+wrapper, registered, with the alias ``newest`` moved to it.
+
+Example (a store with a registered model)::
+
+    model = load_model("models:/imdb-sentiment@newest")
+    predict_texts(model, ["A wonderful film."])  # [0.93]
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+import keras
+import mlflow
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+from mlflow.utils.logging_utils import disable_logging, enable_logging
+
+import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
+from classifier.config.schema import TrainConfig
+from classifier.data.pipeline import ReviewVectorizer
+from classifier.errors import ModelError, first_line
+from classifier.runs.tracking import (
+    MODEL_ALIAS,
+    PACKAGE_DIR,
+    configure_tracking,
+    missing_local_store,
+    tracking_uri,
+)
+from classifier.serving.keras_engine import load_keras_model
+from classifier.serving.pyfunc import SentimentModel
+
+DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
+LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
+KERAS_ARTIFACT = "model.keras"  # the run artefact logged by training
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme; not a Windows drive letter
+
+
+def load_model(spec: str | None = None) -> keras.Model:
+    """Load the end-to-end model named by ``spec`` (a ``--model`` value), checked for shape.
+
+    Args:
+        spec: a ``.keras`` file, a folder holding one, an MLflow URI, or ``None`` for the newest
+            version of the registered ``imdb-sentiment`` in the configured tracking store.
+
+    Raises:
+        ModelError: with one line saying what is wrong (and how to train a model when none is
+            registered).
+    """
+    if spec is None:
+        return _load_from_mlflow(f"models:/{DEFAULT_MODEL_NAME}@{LATEST}", default=True)
+    path = Path(spec).expanduser()
+    if path.exists():
+        return _load_local(path, f"--model {spec}")
+    if _URI.match(spec):  # models:/, runs:/ or any artifact URI MLflow can download
+        return _load_from_mlflow(spec)
+    raise ModelError(
+        f"--model {spec}: no such file, and not an MLflow URI (models:/..., runs:/...)"
+    )
+
+
+def _load_local(path: Path, shown: str) -> keras.Model:
+    if path.is_dir():
+        candidates = [path / KERAS_ARTIFACT, *sorted(path.glob("*.keras"))]
+        candidates += sorted((path / "artifacts").glob("*.keras"))  # an MLflow pyfunc folder
+        found = [candidate for candidate in candidates if candidate.is_file()]
+        if not found:
+            raise ModelError(f"{shown}: a folder without a .keras model in it")
+        path = found[0]
+    try:
+        model = load_keras_model(path)
+    except Exception as error:  # noqa: BLE001 - Keras raises many kinds for a bad file
+        raise ModelError(f"{shown}: not a loadable Keras model ({first_line(error)})") from None
+    _check_end_to_end(model, shown)
+    return model
+
+
+def _check_end_to_end(model, shown: str) -> None:
+    inputs = getattr(model, "inputs", None) or []
+    is_text = len(inputs) == 1 and "string" in str(inputs[0].dtype)
+    has_vectorizer = any(isinstance(layer, ReviewVectorizer) for layer in model.layers)
+    if not (is_text and has_vectorizer and tuple(model.outputs[0].shape)[-1:] == (2,)):
+        raise ModelError(
+            f"{shown}: a Keras model, but not an end-to-end review classifier "
+            "(raw strings in, two class probabilities out; the model.keras of a training run)"
+        )
+
+
+def _load_from_mlflow(uri: str, default: bool = False) -> keras.Model:
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    if uri.startswith(("models:", "runs:")) and missing_local_store():
+        # A local store that does not exist holds no model; opening it would create it.
+        _no_model(uri, f"the tracking store {tracking_uri()} does not exist", default)
+    store = configure_tracking()
+    with tempfile.TemporaryDirectory(prefix="classify-model-") as workdir:
+        try:
+            if uri.startswith("models:"):
+                local = _download_registered(uri, store, Path(workdir), default)
+            elif (
+                uri.startswith("runs:")
+                and len(uri.removeprefix("runs:/").strip("/").split("/")) == 1
+            ):
+                run_id = uri.removeprefix("runs:/").strip("/")
+                local = mlflow.artifacts.download_artifacts(
+                    run_id=run_id, artifact_path=KERAS_ARTIFACT, dst_path=workdir
+                )
+            else:
+                local = mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=workdir)
+        except ModelError:
+            raise
+        except (MlflowException, OSError) as error:
+            raise ModelError(
+                f"--model {uri}: cannot get it from {store} ({first_line(error)})"
+            ) from None
+        return _load_local(Path(local), f"model {uri}" if default else f"--model {uri}")
+
+
+def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> str:
+    """Download the ``.keras`` file of a registered model version (``models:/...``)."""
+    body = uri.removeprefix("models:").lstrip("/")
+    name, alias, ref = body, None, None
+    if "/" in body:
+        name, ref = body.split("/", 1)
+    elif "@" in body:
+        name, alias = body.rsplit("@", 1)
+    client = MlflowClient()
+    if (alias is None and ref is None) or (ref is not None and not _is_version_ref(ref)):
+        # A logged-model id (models:/m-...) or a stage: let MLflow resolve it.
+        return mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(workdir))
+    versions = client.search_model_versions(f"name = '{name}'")
+    if not versions:
+        _no_model(uri, f"no registered model {name!r} in {store}", default)
+    wanted = (alias or ref).lower()
+    if wanted == LATEST:
+        version = max(versions, key=lambda v: int(v.version))
+    elif ref is not None:
+        matches = [v for v in versions if str(v.version) == ref]
+        if not matches:
+            numbers = ", ".join(sorted((str(v.version) for v in versions), key=int))
+            raise ModelError(f"--model {uri}: {name} has no version {ref} (it has {numbers})")
+        version = matches[0]
+    else:
+        try:
+            version = client.get_model_version_by_alias(name, alias)
+        except MlflowException:
+            raise ModelError(
+                f"--model {uri}: {name} has no alias {alias!r} (use @{LATEST} for its newest "
+                "version)"
+            ) from None
+    try:  # the run's model.keras: a single file, no pyfunc wrapper
+        return mlflow.artifacts.download_artifacts(
+            run_id=version.run_id, artifact_path=KERAS_ARTIFACT, dst_path=str(workdir / "run")
+        )
+    except (MlflowException, OSError):  # else the pyfunc model's artifacts/*.keras
+        return mlflow.artifacts.download_artifacts(
+            artifact_uri=f"models:/{name}/{version.version}", dst_path=str(workdir / "model")
+        )
+
+
+def _no_model(uri: str, where: str, default: bool) -> NoReturn:
+    if default:
+        raise ModelError(
+            f"no model found: {where}; train one with `classify train` (for a quick one: "
+            "classify train --config configs/smoke.yaml --set train.registered_model="
+            f"{DEFAULT_MODEL_NAME}), or pass --model PATH|URI"
+        )
+    raise ModelError(f"--model {uri}: {where}; `classify train` registers one")
+
+
+def _is_version_ref(ref: str) -> bool:
+    return ref.isdigit() or ref.lower() == LATEST
+
+
+def runtime_requirements() -> list[str]:
+    """Pinned requirements of the pyfunc model: the TensorFlow build installed, Keras, MLflow,
+    LiteRT."""
+    pins = []
+    names = (
+        "tensorflow-cpu",
+        "tensorflow",
+        "keras",
+        "tensorflow-datasets",
+        "mlflow",
+        "ai-edge-litert",
+    )
+    for name in names:
+        try:
+            pins.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return pins
+
+
+def log_pyfunc_model(
+    keras_path: Path, registered_name: str, example: list[str], bundle: Path | None = None
+):
+    """Log the end-to-end model as an MLflow pyfunc model, register it, move the alias to it.
+
+    Returns:
+        the ``ModelVersion`` that was registered.
+    """
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    signature = ModelSignature(
+        inputs=Schema([ColSpec("string")]),  # a list of review strings
+        outputs=Schema([ColSpec("string", "label"), ColSpec("double", "positive_probability")]),
+    )
+    # MLflow prints 'Registered model ... Created version ...' itself; the caller reports it.
+    disable_logging()
+    try:
+        info = mlflow.pyfunc.log_model(
+            name="model",
+            python_model=SentimentModel(),
+            artifacts={
+                "keras_model": str(keras_path),
+                **({"bundle": str(bundle)} if bundle is not None else {}),
+            },
+            code_paths=[str(PACKAGE_DIR)],
+            pip_requirements=runtime_requirements(),
+            signature=signature,
+            input_example=example,
+            registered_model_name=registered_name,
+        )
+    finally:
+        enable_logging()
+    client = MlflowClient()
+    version = client.get_model_version(registered_name, info.registered_model_version)
+    client.set_registered_model_alias(registered_name, MODEL_ALIAS, version.version)
+    return version

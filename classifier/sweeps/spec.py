@@ -1,0 +1,277 @@
+"""Sweep specs: a base config, overrides, points and a grid, expanded into validated configs.
+
+A sweep spec is a YAML file that names a base config, overrides applied to every point, a list
+of points and a grid (dotted config keys; every point is combined with every grid value):
+
+    name: variants                   # the parent run's name (default: the file name)
+    base: ../default.yaml            # relative to the spec file
+    experiment: imdb-sweeps          # optional; else the base config's experiment
+    overrides: {train.epochs: 5}     # optional; applied to every point
+    points:                          # optional; each point is multiplied by the grid
+      - {model.variant: attention}
+      - {model.variant: encoder, model.position: learned}
+    grid:
+      train.seed: [1, 2, 3]
+
+:mod:`classifier.sweeps.run` runs the points.
+
+Example:
+    >>> spec = load_spec("configs/sweeps/quick.yaml")
+    >>> [point.name for point in expand(spec)][:2]
+    ['attention seed=1', 'mha seed=1']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from classifier.config.schema import Config, flatten, load_config
+from classifier.config.yaml_files import read_yaml_mapping
+from classifier.errors import ConfigError
+from classifier.sweeps.compare import group_key, group_labels, params_of
+
+SPEC_KEYS = ("name", "base", "experiment", "overrides", "points", "grid")
+
+
+@dataclass
+class SweepSpec:
+    """A validated sweep spec; ``base`` is resolved relative to the spec file."""
+
+    path: Path
+    name: str
+    base: Path
+    experiment: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    points: list[dict[str, Any]] = field(default_factory=lambda: [{}])
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+
+
+@dataclass
+class SweepPoint:
+    """One run of a sweep: its own overrides (point and grid values) and the resolved config."""
+
+    index: int  # from 1
+    overrides: dict[str, Any]
+    config: Config
+    label: str = ""  # the group (variant) it belongs to, e.g. "encoder (position=learned)"
+
+    @property
+    def config_hash(self) -> str:
+        return self.config.config_hash()
+
+    @property
+    def config_hashes(self) -> tuple[str, str]:
+        """Its config hash, then the one a run of it recorded before the pretraining keys has."""
+        return self.config.config_hashes()
+
+    @property
+    def name(self) -> str:
+        """Run name: the group label and the seed, e.g. ``encoder (position=learned) seed=2``."""
+        return f"{self.label} seed={self.config.train.seed}"
+
+
+# --------------------------------------------------------------------------- spec and points
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and check a sweep spec (its points are checked by :func:`expand`).
+
+    Raises:
+        ConfigError: on a missing file, bad YAML, an unknown key or a value of the wrong type;
+            the message names the key.
+
+    Example:
+        >>> load_spec("configs/sweeps/variants.yaml").grid
+        {'train.seed': [1, 2, 3]}
+    """
+    path = Path(path)
+    where = f"sweep spec {path}"
+    tree = read_yaml_mapping(path, "sweep spec")
+    unknown = sorted(str(key) for key in tree if key not in SPEC_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; a sweep spec takes {', '.join(SPEC_KEYS)}"
+        )
+    name = _text(where, "name", tree.get("name", path.stem))
+    if "base" not in tree:
+        raise ConfigError(f"{where}: 'base' is missing: the config every point starts from")
+    base = Path(os.path.normpath(path.parent / _text(where, "base", tree["base"])))
+    if not base.is_file():
+        raise ConfigError(f"{where}: base config not found: {base}")
+    experiment = tree.get("experiment")
+    if experiment is not None:
+        experiment = _text(where, "experiment", experiment)
+    overrides = _settings(where, "overrides", tree.get("overrides") or {})
+    points_tree = tree.get("points")
+    if points_tree is None:
+        points = [{}]
+    elif not isinstance(points_tree, list) or not points_tree:
+        raise ConfigError(
+            f"{where}: points must be a non-empty list of overrides, got {points_tree!r}"
+        )
+    else:
+        points = [
+            _settings(where, f"points[{number}]", point or {})
+            for number, point in enumerate(points_tree, 1)
+        ]
+    grid_tree = tree.get("grid") or {}
+    if not isinstance(grid_tree, dict):
+        raise ConfigError(
+            f"{where}: grid must map config keys to lists of values, got {grid_tree!r}"
+        )
+    grid: dict[str, list[Any]] = {}
+    for key, values in flatten(grid_tree).items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(
+                f"{where}: grid.{key} must be a non-empty list of values, got {values!r}"
+            )
+        grid[key] = [_scalar(where, f"grid.{key}", value) for value in values]
+        _check_key(where, f"grid.{key}", key)
+    return SweepSpec(path, name, base, experiment, overrides, points, grid)
+
+
+def expand(spec: SweepSpec) -> list[SweepPoint]:
+    """Resolve every point times every grid combination into a validated config.
+
+    Overrides apply in this order: the base config, the spec's ``overrides``, the point, the
+    grid values, the spec's ``experiment``.
+
+    Raises:
+        ConfigError: a point has a bad key or value (the message names the point and the key),
+            or two points resolve to the same config.
+
+    Example:
+        >>> [p.overrides for p in expand(load_spec("configs/sweeps/quick.yaml"))][0]
+        {'model.variant': 'attention', 'train.seed': 1}
+    """
+    where = f"sweep spec {spec.path}"
+    combinations = list(itertools.product(*spec.grid.values()))
+    points: list[SweepPoint] = []
+    seen: dict[str, int] = {}
+    for point in spec.points:
+        for combination in combinations:
+            own = {**point, **dict(zip(spec.grid, combination, strict=True))}
+            settings = {**spec.overrides, **own}
+            if spec.experiment is not None:
+                settings["experiment"] = spec.experiment
+            index = len(points) + 1
+            try:
+                config = load_config(spec.base, settings=settings)
+            except ConfigError as error:
+                raise ConfigError(f"{where}, point {index} ({describe(own)}): {error}") from None
+            digest = config.config_hash()
+            if digest in seen:
+                raise ConfigError(
+                    f"{where}: points {seen[digest]} and {index} are the same run "
+                    f"({describe(own)}); give every point a different config"
+                )
+            seen[digest] = index
+            points.append(SweepPoint(index, own, config))
+    labels = group_labels([group_key(params_of(point.config)) for point in points])
+    for point in points:
+        point.label = labels[group_key(params_of(point.config))]
+    return points
+
+
+def spec_hash(points: Sequence[SweepPoint], era: int = 0) -> str:
+    """A short hash of the resolved point list: it finds a sweep's parent run again. With
+    ``era=1``, the hash of a sweep of the same points started before the pretraining keys were
+    added (:meth:`SweepPoint.config_hashes`).
+
+    Example:
+        >>> len(spec_hash(expand(load_spec("configs/sweeps/quick.yaml"))))
+        12
+    """
+    text = json.dumps([point.config_hashes[era] for point in points])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def describe(overrides: Mapping[str, Any]) -> str:
+    """Overrides as ``key=value`` words (YAML spelling of the values).
+
+    Example:
+        >>> describe({"model.variant": "encoder", "train.seed": 1})
+        'model.variant=encoder train.seed=1'
+    """
+    return " ".join(f"{key}={_yaml_value(value)}" for key, value in overrides.items()) or "-"
+
+
+def describe_points(spec: SweepSpec, points: Sequence[SweepPoint]) -> str:
+    """What ``classify sweep --dry-run`` prints: one numbered line per point with its hash.
+
+    Example:
+        >>> spec = load_spec("configs/sweeps/quick.yaml")
+        >>> print(describe_points(spec, expand(spec)))
+        sweep quick: 6 points in experiment imdb-sweeps-quick (base configs/default.yaml, spec hash ...)
+        every point: data.train_size=4000 ...
+        1  attention seed=1  model.variant=attention train.seed=1  config ...
+        ...
+    """
+    experiment = points[0].config.experiment if points else spec.experiment
+    lines = [
+        f"sweep {spec.name}: {len(points)} point{'s' if len(points) != 1 else ''} in experiment "
+        f"{experiment} (base {spec.base}, spec hash {spec_hash(points)})"
+    ]
+    if spec.overrides:
+        lines.append(f"every point: {describe(spec.overrides)}")
+    rows = [
+        (str(p.index), p.name, describe(p.overrides), f"config {p.config_hash}") for p in points
+    ]
+    widths = [max((len(row[i]) for row in rows), default=0) for i in range(3)]
+    for row in rows:
+        lines.append(
+            f"{row[0]:>{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}"
+        )
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _text(where: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _settings(where: str, key: str, tree: Any) -> dict[str, Any]:
+    """Check a mapping of dotted config keys to values (nested mappings are flattened)."""
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{where}: {key} must map config keys to values, got {tree!r}")
+    settings = {}
+    for name, value in flatten(tree).items():
+        _check_key(where, f"{key}.{name}", name)
+        settings[str(name)] = _scalar(where, f"{key}.{name}", value)
+    return settings
+
+
+def _check_key(where: str, path: str, key: Any) -> None:
+    if not isinstance(key, str):
+        raise ConfigError(f"{where}: {path}: config keys are dotted strings, got {key!r}")
+    if key in ("experiment", "extends"):
+        raise ConfigError(
+            f"{where}: {path}: a sweep cannot set {key!r} per point; use the spec's "
+            f"top-level 'experiment' and 'base' keys"
+        )
+
+
+def _scalar(where: str, path: str, value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise ConfigError(f"{where}: {path} must be a single value, got {value!r}")
+
+
+def _yaml_value(value: Any) -> str:
+    """One value as YAML text that reads back the same (``1.0e-05``, ``null``, ``'true'``)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip()
+    return text.removesuffix("\n...").strip()

@@ -1,0 +1,125 @@
+"""The end of a training run: calibrate on the validation reviews, evaluate once on the test
+split, draw the figures, save the model (``.keras`` and its LiteRT bundle) and register it.
+
+Example (at the end of ``classify train``)::
+
+    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir)
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import keras
+import mlflow
+
+from classifier import plots
+from classifier.config.schema import LABELS
+from classifier.errors import ModelError
+from classifier.evaluation.calibration import (
+    Calibration,
+    calibrate,
+    fold_calibration,
+    head_log_odds,
+)
+from classifier.evaluation.metrics import (
+    classification_metrics,
+    expected_calibration_error,
+    sigmoid,
+)
+from classifier.models.classifier import build_end_to_end
+from classifier.runs.interrupts import deferred_interrupt
+from classifier.serving.bundle import write_bundle
+from classifier.serving.registry import log_pyfunc_model
+
+BUNDLE_DIR = (
+    "bundle"  # the run's TensorFlow-free inference bundle (classifier.serving.litert_engine)
+)
+EXAMPLE_REVIEWS = [
+    "One of the best films I have seen in years: moving, funny and beautifully shot.",
+    "A dull, predictable plot and wooden acting. I wanted my two hours back.",
+]
+
+
+def finish_run(
+    cfg, model, vectorizer, data, progress, workdir: Path, calibration: Calibration | None = None
+):
+    """Calibrate, evaluate, log and register the trained ``model``; return ``(test metrics,
+    registered ModelVersion)``.
+
+    ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model,
+    trained on the validation reviews, gets one matched to the chosen model's confidence:
+    :class:`classifier.training.refit.ChosenConfidence`).
+    """
+    if calibration is None:
+        calibration = calibrate(model, data.validation)  # fitted on validation, folded in
+    else:
+        fold_calibration(model, calibration)
+    log_odds, labels = head_log_odds(model, data.test)  # of the head with the calibration in
+    probabilities = sigmoid(log_odds)  # what the saved (calibrated) model gives
+    uncalibrated = sigmoid(calibration.undo(log_odds))
+    metrics = classification_metrics(labels, probabilities)
+    metrics["test_ece"] = expected_calibration_error(labels, probabilities)
+    metrics["test_ece_uncalibrated"] = expected_calibration_error(labels, uncalibrated)
+    mlflow.log_metrics(metrics)
+    mlflow.log_metrics(
+        {
+            "best_epoch": progress.best_epoch,
+            "best_val_accuracy": progress.best_val_accuracy,
+            "temperature": calibration.temperature,
+            "calibration_offset": calibration.offset,
+        }
+    )
+
+    figures = {
+        "training_curves.png": lambda path: plots.plot_training_curves(
+            path, progress.history, best_epoch=progress.best_epoch
+        ),
+        "confusion_matrix.png": lambda path: plots.plot_confusion_matrix(
+            path, labels, probabilities >= 0.5, LABELS
+        ),
+        "reliability_diagram.png": lambda path: plots.plot_reliability_diagram(
+            path, labels, {"uncalibrated": uncalibrated, _calibrated(calibration): probabilities}
+        ),
+    }
+    for name, draw in figures.items():
+        mlflow.log_artifact(str(draw(workdir / name)))
+
+    end_to_end = build_end_to_end(vectorizer, model)
+    keras_path = workdir / "model.keras"
+    end_to_end.save(keras_path)
+    bundle = _write_bundle(end_to_end, workdir / BUNDLE_DIR)
+    with deferred_interrupt():  # registered once, whole, or not at all
+        mlflow.log_artifact(str(keras_path))
+        if bundle is not None:  # what `classify predict` runs without TensorFlow
+            mlflow.log_artifacts(str(bundle), BUNDLE_DIR)
+        version = log_pyfunc_model(
+            keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS, bundle=bundle
+        )
+        # The time of every epoch, across resumes (epoch_time_s includes validation).
+        times = [
+            *progress.history.get("epoch_time_s", []),
+            *progress.history.get("refit_epoch_time_s", []),
+        ]
+        mlflow.log_metric("train_time_s", float(sum(times)))
+    return metrics, version
+
+
+def _calibrated(calibration: Calibration) -> str:
+    """The reliability diagram's name for the calibrated probabilities."""
+    if calibration.offset == 0.0:
+        return f"T = {calibration.temperature:.2f}"
+    return f"T = {calibration.temperature:.2f}, offset {calibration.offset:+.2f}"
+
+
+def _write_bundle(end_to_end: keras.Model, folder: Path) -> Path | None:
+    """The LiteRT bundle of the model, or ``None`` (with a warning) when it cannot be made:
+    prediction then runs the Keras model, as for models trained before bundles."""
+    try:
+        return write_bundle(end_to_end, folder)
+    except ModelError as error:
+        warnings.warn(
+            f"no inference bundle for this run ({error}); predict uses Keras", stacklevel=2
+        )
+        return None

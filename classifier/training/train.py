@@ -1,0 +1,269 @@
+"""One training run, tracked in MLflow from the first epoch to the registered model.
+
+The run logs the flattened config as params, train/validation loss and accuracy and the epoch
+time per epoch (``step`` = epoch number, from 1), then restores the weights of the best
+validation epoch, calibrates and evaluates (:mod:`classifier.training.finish`): test loss, accuracy,
+precision, recall, F1, ROC-AUC and ECE. Artefacts: ``config.yaml``, ``vocabulary.txt``,
+``training_curves.png``, ``confusion_matrix.png``, ``reliability_diagram.png``, ``model.keras``
+(raw strings in), its LiteRT ``bundle/`` and the pyfunc model ``model``, registered under
+``train.registered_model`` with the alias ``newest``.
+
+After every epoch a checkpoint (model with optimizer state, best weights, progress) is logged
+under ``checkpoint/``, then the epoch's metrics: one unit that no stop signal splits (Ctrl-C,
+SIGTERM and SIGHUP wait for it). A stop marks the run KILLED and a crash marks it FAILED; both
+keep the checkpoint, and ``train(..., resume=run_id)`` continues from it, logging any metric
+of a checkpointed epoch that a hard kill (SIGKILL) kept from the store. A run whose loss
+becomes NaN or infinite stops, is marked FAILED and registers nothing. With ``model.init_from`` the
+``encoder`` variant starts from a pretrained encoder and its vocabulary
+(:mod:`classifier.pretraining.encoder_artifact`); the run is tagged with the pretraining run. While a run trains, a
+heartbeat (:mod:`classifier.runs.leases`) tells other processes it is live: they cannot resume it.
+With ``train.mixed_precision`` the models train in float16 (:mod:`classifier.runs.precision`) and the
+one saved is float32; the run is tagged with the device (``CPU``, ``GPU``) that trained it.
+
+Example (with the data at hand)::
+
+    result = train(load_config("configs/smoke.yaml"))
+    result.test_metrics["test_accuracy"]  # 0.78
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from classifier.config.schema import Config
+from classifier.data.pipeline import (
+    ReviewVectorizer,
+    build_vectorizer,
+    load_raw_splits,
+    make_datasets,
+    resumed_seed,
+)
+from classifier.errors import TrainingDiverged
+from classifier.models.classifier import build_classifier
+from classifier.pretraining.encoder_artifact import pretrained_encoder
+from classifier.runs.interrupts import deferred_interrupt
+from classifier.runs.lifecycle import (
+    CheckpointCallback,
+    Progress,
+    TrainingInterrupted,
+    log_run_inputs,
+    resume_state,
+    run_workspace,
+    tracked_run,
+)
+from classifier.runs.precision import as_float32, device_note, precision_policy
+from classifier.runs.resume import PROGRESS_FILE
+from classifier.training.build import new_model
+from classifier.training.finish import finish_run
+from classifier.training.refit import ChosenConfidence, refit
+
+__all__ = ["TrainResult", "TrainingInterrupted", "TrainingProgress", "train"]
+
+
+@dataclass
+class TrainResult:
+    """What a finished run produced."""
+
+    run_id: str
+    test_metrics: dict[str, float]
+    best_epoch: int
+    epochs_run: int
+    model_version: str
+    history: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class TrainingProgress(Progress):
+    """Where training stands, with the best validation epoch so far; saved with every
+    checkpoint."""
+
+    best_epoch: int = 0
+    best_val_accuracy: float = -1.0
+
+
+def train(
+    cfg: Config | None = None,
+    resume: str | None = None,
+    echo: Callable[[str], None] = print,
+    tags: dict[str, str] | None = None,
+    run_id: str | None = None,
+) -> TrainResult:
+    """Train, evaluate, log and register one model.
+
+    Started while another MLflow run is active (a sweep's parent run), the run is its child.
+
+    Args:
+        cfg: the resolved config (ignored when resuming: the run's own config is used).
+        resume: id of a KILLED or FAILED run (or a RUNNING one whose process died) to continue
+            from its last checkpoint.
+        echo: where progress lines go.
+        tags: extra MLflow tags for a new run (a sweep tags its children).
+        run_id: an empty run made for this training (a sweep claims its points so), instead
+            of a new one.
+
+    Raises:
+        TrainingInterrupted: on Ctrl-C, SIGTERM or SIGHUP (the run is marked KILLED).
+        RunBusy: ``resume`` names a run that another live process trains or resumes.
+        TrainingDiverged: the loss became NaN or infinite (the run is marked FAILED).
+    """
+    with run_workspace("train", resume) as workdir:
+        cfg, checkpoint = resume_state(cfg, resume, workdir)
+        with precision_policy(cfg.train.mixed_precision):  # the models built for training
+            return _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir)
+
+
+def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
+    keras.utils.set_random_seed(cfg.train.seed)
+    tf.config.experimental.enable_op_determinism()
+
+    # 1. Data and vectorizer. model.init_from: a pretrained encoder's weights and vocabulary (a
+    # resumed run has them in its checkpoint; only a refit starts from the encoder again).
+    raw = load_raw_splits(cfg.data)
+    encoder = pretrained_encoder(cfg) if not checkpoint or cfg.train.refit else None
+    if checkpoint:
+        vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
+        vectorizer = ReviewVectorizer(
+            cfg.data.vocab_size, cfg.data.sequence_length, cfg.data.truncate, vocabulary
+        )
+    elif encoder:
+        vectorizer = encoder.vectorizer(cfg.data)
+    else:
+        vectorizer = build_vectorizer(cfg.data, raw.train)
+    progress = (
+        TrainingProgress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
+        if checkpoint
+        else TrainingProgress()
+    )
+    seed = resumed_seed(cfg.train.seed, progress.epoch)  # not epoch 1's order again
+    data = make_datasets(cfg.data, raw, vectorizer, seed=seed)
+    sizes = {name: int(split.cardinality()) for name, split in vars(raw).items()}
+
+    # 2. Model and optimizer: fresh, or the checkpoint's with its optimizer state.
+    if checkpoint:
+        model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
+        best_weights = checkpoint / "best.weights.h5"
+    else:
+        model = new_model(cfg, data.train, encoder)
+        best_weights = None
+
+    def log_inputs() -> None:
+        params = {f"data.{name}_reviews": size for name, size in sizes.items()}
+        params["model.parameters"] = model.count_params()
+        log_run_inputs(cfg, vectorizer, params, {"variant": cfg.model.variant})
+        if encoder:
+            encoder.log_lineage()
+
+    run_name = f"{cfg.model.variant}-seed{cfg.train.seed}"
+    with tracked_run(
+        cfg.experiment, run_name, progress, log_inputs, resume, run_id, tags
+    ) as run_id:
+        echo(
+            f"run {run_id}: {cfg.model.variant}, {model.count_params():,} parameters, "
+            f"{sizes['train']:,} training / {sizes['validation']:,} validation reviews"
+            + (f", resuming after epoch {progress.epoch}" if resume else "")
+            + device_note(cfg.train.mixed_precision)
+        )
+        # 3. Fit, choosing the epoch on the validation reviews.
+        callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights)
+        model.fit(
+            data.train,
+            validation_data=data.validation,
+            epochs=cfg.train.epochs,
+            initial_epoch=progress.epoch,
+            callbacks=[callback],
+            shuffle=False,  # the training pipeline shuffles, seeded
+            verbose=0,
+        )
+        callback.restore_best(model)
+        # 4. Refit on all labelled reviews where configured, then finish: calibrate,
+        # evaluate, save and register.
+        chosen = calibration = None
+        if cfg.train.refit:  # the chosen model's calibrated confidence, carried over
+            chosen = ChosenConfidence.of(cfg, model, vectorizer, data.validation, echo)
+            model, vectorizer, data = refit(
+                cfg, raw, progress.best_epoch, progress.history, echo, encoder
+            )
+        with precision_policy(False):  # what is evaluated and saved computes in float32
+            shape = (cfg.data.vocab_size, cfg.data.sequence_length)
+            model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
+            if chosen:
+                calibration = chosen.calibration_for(model, vectorizer, echo)
+            result = _evaluate_and_log(
+                cfg, model, vectorizer, data, progress, workdir, run_id, calibration
+            )
+    m = result.test_metrics
+    echo(
+        f"test accuracy {m['test_accuracy']:.4f}  F1 {m['test_f1']:.4f}  "
+        f"ROC-AUC {m['test_roc_auc']:.4f}  ECE {m['test_ece']:.4f}  (best epoch {result.best_epoch} of "
+        f"{result.epochs_run}) - run {run_id}, model {cfg.train.registered_model} "
+        f"v{result.model_version}"
+    )
+    return result
+
+
+class EpochTracker(CheckpointCallback):
+    """Per epoch: a progress line, MLflow metrics, best-weights tracking, early stopping and a
+    checkpoint logged to the run's ``checkpoint/`` artefacts."""
+
+    def __init__(self, cfg, progress, vectorizer, workdir, echo, best_weights=None):
+        super().__init__(progress, vectorizer, workdir, echo)
+        self.cfg = cfg
+        self.best_path = self.dir / "best.weights.h5"
+        if best_weights is not None and Path(best_weights) != self.best_path:
+            self.best_path.write_bytes(Path(best_weights).read_bytes())
+
+    def on_epoch_end(self, epoch, logs=None):
+        seconds = self.seconds()
+        number = epoch + 1
+        metrics = {
+            "train_loss": float(logs["loss"]),
+            "train_accuracy": float(logs["accuracy"]),
+            "val_loss": float(logs["val_loss"]),
+            "val_accuracy": float(logs["val_accuracy"]),
+            "epoch_time_s": seconds,
+        }
+        TrainingDiverged.check(metrics, number)
+        progress = self.progress
+        with deferred_interrupt():  # a stop signal waits until checkpoint and metrics are whole
+            improved = metrics["val_accuracy"] > progress.best_val_accuracy
+            self.record(metrics, number)
+            if improved:
+                progress.best_val_accuracy, progress.best_epoch = metrics["val_accuracy"], number
+                self.model.save_weights(self.best_path)
+            self.echo(
+                f"epoch {number:>2}/{self.cfg.train.epochs}  loss {metrics['train_loss']:.4f}  "
+                f"acc {metrics['train_accuracy']:.4f}  val_loss {metrics['val_loss']:.4f}  "
+                f"val_acc {metrics['val_accuracy']:.4f}  {seconds:.1f}s"
+                + ("  *" if improved else "")
+            )
+            self.checkpoint(metrics, number)
+        patience = self.cfg.train.early_stopping_patience
+        if patience is not None and number - progress.best_epoch >= patience:
+            epochs = f"{patience} epoch{'s' if patience > 1 else ''}"
+            self.echo(f"early stopping: no better validation accuracy for {epochs}")
+            self.model.stop_training = True
+
+    def restore_best(self, model: keras.Model) -> None:
+        """Load the weights of the best validation epoch into ``model``."""
+        if self.best_path.is_file():
+            model.load_weights(self.best_path)
+
+
+def _evaluate_and_log(
+    cfg, model, vectorizer, data, progress, workdir, run_id, calibration
+) -> TrainResult:
+    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir, calibration)
+    return TrainResult(
+        run_id=run_id,
+        test_metrics=metrics,
+        best_epoch=progress.best_epoch,
+        epochs_run=progress.epoch,
+        model_version=str(version.version),
+        history=progress.history,
+    )

@@ -1,0 +1,71 @@
+"""Runs recorded before config keys were added are still recognised: a sweep continued after
+an upgrade skips its finished points instead of training them again."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import mlflow
+from mlflow.tracking import MlflowClient
+
+from classifier.config.schema import Config, load_config
+from classifier.runs.tracking import CONFIG_HASH_TAG, SPEC_HASH_TAG
+from classifier.sweeps.spec import expand, load_spec, spec_hash
+from tests.sweep_helpers import invoke, one_point_spec
+
+
+def hash_before_pretraining(cfg: Config) -> str:
+    """What Config.config_hash() computed before commit 91200a2 added model.init_from and the
+    pretrain section (and before train.mixed_precision, weight_decay and clipnorm)."""
+    tree = cfg.to_dict()
+    del tree["model"]["init_from"], tree["pretrain"], tree["train"]["mixed_precision"]
+    del tree["train"]["weight_decay"], tree["train"]["clipnorm"]
+    return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def test_the_second_hash_is_the_one_runs_before_the_pretraining_keys_carry():
+    cfg = load_config("configs/variants/bow.yaml", ["train.seed=3"])
+    assert cfg.config_hashes() == (cfg.config_hash(), hash_before_pretraining(cfg))
+    assert cfg.config_hash() != hash_before_pretraining(cfg)
+
+
+def test_a_config_those_runs_could_not_have_has_no_second_hash():
+    cfg = load_config("configs/variants/encoder.yaml", ["model.init_from=runs:/0123456789abcdef"])
+    assert cfg.config_hashes() == (cfg.config_hash(), cfg.config_hash())
+    pretraining = load_config(None, ["pretrain.epochs=3"])
+    assert pretraining.config_hashes() == (pretraining.config_hash(),) * 2
+
+
+def test_a_sweep_recorded_before_the_pretraining_keys_is_continued(
+    store, fixture_data_dir, tmp_path
+):
+    spec = one_point_spec(tmp_path, fixture_data_dir, "eras")
+    first = invoke("sweep", str(spec))
+    assert first.exit_code == 0, first.output
+    mlflow.set_tracking_uri(store)
+    # Tag the parent and its child as the code before 91200a2 did.
+    points = expand(load_spec(spec))
+    client = MlflowClient()
+    experiment_id = client.get_experiment_by_name("eras").experiment_id
+    (parent,) = mlflow.search_runs(
+        [experiment_id], "tags.sweep_name = 'eras'", output_format="list"
+    )
+    (child,) = mlflow.search_runs([experiment_id], "tags.sweep_point = '1'", output_format="list")
+    client.set_tag(parent.info.run_id, SPEC_HASH_TAG, spec_hash(points, era=1))
+    client.set_tag(child.info.run_id, CONFIG_HASH_TAG, hash_before_pretraining(points[0].config))
+    again = invoke("sweep", str(spec))
+    assert again.exit_code == 0, again.output
+    assert f"parent run {parent.info.run_id} in experiment eras (continuing)" in again.output
+    assert f"skip [1/1] attention seed=1: finished in run {child.info.run_id}" in again.output
+    assert "train [1/1]" not in again.output
+
+
+def test_keys_added_later_leave_the_hash_unchanged_at_their_old_value():
+    cfg = load_config("configs/variants/encoder.yaml", ["train.seed=2"])
+    tree = cfg.to_dict()
+    del tree["train"]["mixed_precision"], tree["train"]["weight_decay"], tree["train"]["clipnorm"]
+    before = hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
+    assert cfg.config_hash() == before
+    changed = load_config("configs/variants/encoder.yaml", ["train.seed=2", "train.clipnorm=1"])
+    assert changed.config_hash() != before

@@ -1,0 +1,317 @@
+"""The LiteRT inference bundle: written from every variant, read without TensorFlow, giving
+the Keras model's probabilities; bad bundles refused with one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from classifier.config import variants
+from classifier.data.pipeline import ReviewVectorizer
+from classifier.errors import ModelError
+from classifier.models.classifier import build_end_to_end
+from classifier.serving.bundle import write_bundle
+from classifier.serving.keras_engine import classifier_of
+from classifier.serving.litert_engine import (
+    MANIFEST,
+    MODEL_FILE,
+    VOCABULARY_FILE,
+    BundleModel,
+    file_digest,
+    is_bundle,
+    load_bundle,
+)
+from classifier.serving.predict import classify_files, predict_texts
+from classifier.serving.registry import load_keras_model
+from tests.conftest import ROOT
+from tests.model_helpers import NEGATIVE, POSITIVE, untrained
+
+# Keras warns that a softmax over one key is always 1: width-1 batches are meant here.
+pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis")
+SEQUENCE_LENGTH = 12
+WORDS = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
+
+
+def texts() -> list[str]:
+    """Reviews of every length from 0 to past SEQUENCE_LENGTH, and tricky ones."""
+    rng = np.random.default_rng(7)
+    pool = [*WORDS, "unknown", "Great!", "DULL,", "the<br />plot"]
+    made = [
+        " ".join(rng.choice(pool, size=n)) for n in range(1, 3 * SEQUENCE_LENGTH) for _ in (0, 1)
+    ]
+    return [
+        "",  # nothing at all
+        "!!! ... ?",  # empty after standardization
+        "<br /><br />",
+        "great",  # one word
+        "Unknown.",  # one word, out of vocabulary
+        "wonderful great " + "awful dull " * SEQUENCE_LENGTH,  # head and tail differ
+        "awful dull " * SEQUENCE_LENGTH + "wonderful great",
+        "Émigré café 😀 the\tfilm\nwas great",
+        POSITIVE,
+        NEGATIVE,
+        *made,
+    ]
+
+
+#: Standard deviation of the random weights: the probabilities spread over (0, 1) without
+#: logits so large that float32 rounding shows (``mha`` has no normalization to tame them).
+WEIGHT_SCALE = {"attention": 0.6, "mha": 0.3}
+
+
+def spread(model: keras.Model, seed: int = 0) -> keras.Model:
+    """Random weights large enough that the probabilities spread over (0, 1)."""
+    classifier = model.layers[-1] if isinstance(model.layers[-1], keras.Model) else model
+    variant = classifier.name.removeprefix("imdb_")
+    scale = WEIGHT_SCALE.get(variant, 1.0)
+    rng = np.random.default_rng(seed)
+    model.set_weights(
+        [rng.normal(0.0, scale, w.shape).astype(w.dtype) for w in model.get_weights()]
+    )
+    return model
+
+
+def saved_and_loaded(model: keras.Model, folder: Path) -> keras.Model:
+    """``model`` after a round trip through the project's ``.keras`` format, safe_mode on."""
+    path = folder / "model.keras"
+    model.save(path)
+    return load_keras_model(path)
+
+
+def head_truncating(variant: str) -> keras.Model:
+    vectorizer = ReviewVectorizer(len(WORDS) + 2, SEQUENCE_LENGTH, "head", WORDS)
+    return build_end_to_end(vectorizer, classifier_of(untrained(variant, SEQUENCE_LENGTH)))
+
+
+def assert_same_probabilities(keras_model: keras.Model, bundle: BundleModel) -> None:
+    reviews = texts()
+    for batch_size in (1, 5, 64):
+        expected = np.array(predict_texts(keras_model, reviews, batch_size))
+        actual = np.array(bundle.predict_texts(reviews, batch_size))
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-5)
+    assert np.std(expected) > 0.02, "the weights give near-constant probabilities: a weak test"
+
+
+@pytest.fixture(scope="module")
+def attention_bundle(tmp_path_factory) -> tuple[keras.Model, Path]:
+    model = spread(untrained("attention", SEQUENCE_LENGTH))
+    return model, write_bundle(model, tmp_path_factory.mktemp("bundle") / "attention")
+
+
+# --- every variant, any shape, the same numbers ---------------------------------------------
+
+
+@pytest.mark.parametrize("variant", variants.names())
+def test_every_variant_saved_and_loaded_gives_the_keras_probabilities(variant, tmp_path):
+    model = saved_and_loaded(spread(untrained(variant, SEQUENCE_LENGTH)), tmp_path)
+    folder = write_bundle(model, tmp_path / "bundle")
+    assert sorted(path.name for path in folder.iterdir()) == [MANIFEST, MODEL_FILE, VOCABULARY_FILE]
+    bundle = load_bundle(folder)
+    assert (bundle.variant, bundle.sequence_length, bundle.truncate) == (variant, 12, "tail")
+    assert bundle.labels == ("negative", "positive")
+    assert_same_probabilities(model, bundle)
+    # Token ids of any length 1..T and any batch size 1..64, padding included.
+    classifier = classifier_of(model)
+    rng = np.random.default_rng(1)
+    for batch in (1, 2, 13, 64):
+        for width in range(1, SEQUENCE_LENGTH + 1):
+            ids = rng.integers(0, len(WORDS) + 2, size=(batch, width))
+            ids[0, width // 2 :] = 0  # a padded row
+            expected = classifier(ids, training=False).numpy()
+            np.testing.assert_allclose(bundle.predict_ids(ids), expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["attention", "encoder"])
+def test_head_truncation(variant, tmp_path):
+    model = spread(head_truncating(variant), seed=3)
+    bundle = load_bundle(write_bundle(model, tmp_path / "bundle"))
+    assert bundle.truncate == "head"
+    assert_same_probabilities(model, bundle)
+    first, last = bundle.predict_texts(texts()[5:7])
+    assert first != pytest.approx(last, abs=1e-4)  # the kept end decides
+
+
+def test_a_model_saved_with_a_fixed_length_input(tmp_path):
+    """Older models take exactly T tokens: the same layers are exported for any length."""
+    inner = spread(untrained("attention", SEQUENCE_LENGTH))
+    classifier = classifier_of(inner)
+    fixed = keras.models.clone_model(
+        classifier,
+        input_tensors=keras.Input(shape=(SEQUENCE_LENGTH,), dtype="int64", name="token_ids"),
+        clone_function=lambda layer: layer,
+    )
+    vectorizer = ReviewVectorizer(len(WORDS) + 2, SEQUENCE_LENGTH, "tail", WORDS)
+    model = saved_and_loaded(build_end_to_end(vectorizer, fixed), tmp_path)
+    bundle = load_bundle(write_bundle(model, tmp_path / "bundle"))
+    assert_same_probabilities(model, bundle)
+
+
+def test_a_classifier_that_needs_its_exact_length_is_refused(tmp_path):
+    token_ids = keras.Input(shape=(SEQUENCE_LENGTH,), dtype="int64", name="token_ids")
+    x = keras.layers.Embedding(len(WORDS) + 2, 4)(token_ids)
+    x = keras.layers.Flatten()(x)  # needs exactly SEQUENCE_LENGTH positions
+    probabilities = keras.layers.Dense(2, activation="softmax")(x)
+    flat = keras.Model(token_ids, probabilities, name="imdb_flat")
+    vectorizer = ReviewVectorizer(len(WORDS) + 2, SEQUENCE_LENGTH, "tail", WORDS)
+    with pytest.raises(ModelError, match="takes exactly 12 token ids"):
+        write_bundle(build_end_to_end(vectorizer, flat), tmp_path / "bundle")
+
+
+def test_the_bundle_is_small_and_describes_itself(attention_bundle):
+    _, folder = attention_bundle
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["format_version"] == 1 and manifest["standardization"] == "imdb-review-v1"
+    assert (manifest["sequence_length"], manifest["truncate"]) == (SEQUENCE_LENGTH, "tail")
+    assert (manifest["num_classes"], manifest["vocab_size"]) == (2, len(WORDS) + 2)
+    assert (manifest["variant"], manifest["model_name"]) == ("attention", "imdb_sentiment")
+    for name in (MODEL_FILE, VOCABULARY_FILE):
+        content = (folder / name).read_bytes()
+        assert manifest["files"][name] == {"bytes": len(content), "sha256": file_digest(content)}
+    assert (folder / VOCABULARY_FILE).read_text().split("\n") == ["", "[UNK]", *WORDS]
+    assert (folder / MODEL_FILE).stat().st_size < 20_000
+    assert is_bundle(folder) and not is_bundle(folder.parent)
+
+
+def test_token_ids_wider_than_the_sequence_length_are_refused(attention_bundle):
+    bundle = load_bundle(attention_bundle[1])
+    assert bundle.predict_ids(np.zeros((3, SEQUENCE_LENGTH), dtype=np.int64)).shape == (3, 2)
+    for shape in [(1, SEQUENCE_LENGTH + 1), (2, 0), (4,)]:
+        with pytest.raises(ValueError, match="token ids must have shape"):
+            bundle.predict_ids(np.zeros(shape, dtype=np.int64))
+    assert bundle.predict_texts([]) == []
+
+
+# --- classify and classify_files take a bundle as they take a Keras model ---------------------
+
+
+def test_classify_files_with_a_bundle_prints_what_the_keras_model_prints(
+    attention_bundle, tmp_path
+):
+    model, folder = attention_bundle
+    path = tmp_path / "reviews.txt"
+    path.write_text("\n".join(text for text in texts() if text.strip()) + "\n")
+    printed = {}
+    for name, which in (("keras", model), ("bundle", load_bundle(folder))):
+        lines, errors = [], []
+        failed = classify_files(
+            which, [str(path)], per_line=True, output_format="csv", batch_size=5,
+            out=lines.append, err=errors.append,
+        )  # fmt: skip
+        assert (failed, errors) == (0, [])
+        printed[name] = lines
+    keras_rows, bundle_rows = (list(csv.reader(lines)) for lines in printed.values())
+    assert len(bundle_rows) > 60
+    assert [row[:2] for row in bundle_rows] == [row[:2] for row in keras_rows]  # sources, labels
+    np.testing.assert_allclose(
+        [float(row[2]) for row in bundle_rows[1:]],
+        [float(row[2]) for row in keras_rows[1:]],
+        rtol=0,
+        atol=2e-6,  # 6 decimals, rounded either way
+    )
+
+
+def test_the_fast_module_imports_no_tensorflow_keras_or_mlflow(attention_bundle):
+    model, folder = attention_bundle
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from classifier.serving.litert_engine import load_bundle
+        print(load_bundle({str(folder)!r}).predict_texts([{POSITIVE!r}])[0])
+        heavy = ("tensorflow", "keras", "mlflow", "tensorflow_datasets", "tf_keras", "jax", "torch")
+        print(sorted({{name.split(".")[0] for name in sys.modules}} & set(heavy)))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # not even LiteRT's note that it uses XNNPACK
+    probability, imported = done.stdout.strip().splitlines()
+    assert imported == "[]"
+    assert float(probability) == pytest.approx(predict_texts(model, [POSITIVE])[0], abs=1e-5)
+
+
+# --- bad bundles: one ModelError line naming the bundle ------------------------------------------
+
+
+def _copy(folder: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(folder, tmp_path / "copy"))
+
+
+def _rewrite_manifest(folder: Path, **changes) -> None:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest.update(changes)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def _refused(path: Path, *fragments: str) -> str:
+    with pytest.raises(ModelError) as raised:
+        load_bundle(path)
+    message = str(raised.value)
+    assert "\n" not in message and f"model bundle {path}" in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def test_a_missing_bundle(tmp_path):
+    _refused(tmp_path / "nowhere", "no such folder")
+    (tmp_path / "file").write_text("x")
+    _refused(tmp_path / "file", "not a folder")
+    _refused(tmp_path, f"not a model bundle (no {MANIFEST}")
+
+
+def test_a_bundle_json_that_is_not_one(attention_bundle, tmp_path):
+    folder = _copy(attention_bundle[1], tmp_path)
+    (folder / MANIFEST).write_text("{not json")
+    _refused(folder, f"unreadable {MANIFEST}")
+    (folder / MANIFEST).write_text('{"format": "something-else"}')
+    _refused(folder, "is not that of a")
+
+
+def test_a_newer_format_or_another_standardization(attention_bundle, tmp_path):
+    folder = _copy(attention_bundle[1], tmp_path)
+    _rewrite_manifest(folder, format_version=2)
+    _refused(folder, "format version 2", "reads up to 1")
+    _rewrite_manifest(folder, format_version=1, standardization="imdb-review-v2")
+    _refused(folder, "standardization 'imdb-review-v2'")
+    _rewrite_manifest(folder, standardization="imdb-review-v1", truncate="middle")
+    _refused(folder, "impossible values", "'middle'")
+
+
+def test_a_missing_or_changed_file(attention_bundle, tmp_path):
+    folder = _copy(attention_bundle[1], tmp_path)
+    (folder / VOCABULARY_FILE).unlink()
+    _refused(folder, f"{VOCABULARY_FILE} is missing")
+    folder = _copy(attention_bundle[1], tmp_path / "b")
+    content = (folder / MODEL_FILE).read_bytes()
+    (folder / MODEL_FILE).write_bytes(content[: len(content) // 2])  # cut short
+    _refused(folder, f"{MODEL_FILE} changed since the bundle was written", "export it again")
+    (folder / MODEL_FILE).write_bytes(content[:-1] + bytes([content[-1] ^ 1]))  # one bit
+    _refused(folder, "SHA-256")
+
+
+def test_a_model_file_litert_cannot_read(attention_bundle, tmp_path):
+    folder = _copy(attention_bundle[1], tmp_path)
+    garbage = b"not a flatbuffer at all" * 10
+    (folder / MODEL_FILE).write_bytes(garbage)
+    files = {
+        MODEL_FILE: {"bytes": len(garbage), "sha256": file_digest(garbage)},
+        VOCABULARY_FILE: json.loads((folder / MANIFEST).read_text())["files"][VOCABULARY_FILE],
+    }
+    _rewrite_manifest(folder, files=files)
+    _refused(folder, f"{MODEL_FILE} is not a LiteRT model")
+
+
+def test_write_bundle_refuses_what_is_not_an_end_to_end_model():
+    with pytest.raises(ModelError):
+        write_bundle(classifier_of(untrained("attention")), Path("unused"))

@@ -1,0 +1,378 @@
+"""``classify predict`` with a tiny model trained here on fixture data: every output format,
+every bad input and its exit code, big files, and fast prediction in batches of similar length.
+
+One model is trained per module into a temporary MLflow store and registered under the default
+name, so the command finds it without ``--model``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import io
+import json
+import os
+import weakref
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from classifier.config.schema import ModelConfig
+from classifier.data.pipeline import ReviewVectorizer
+from classifier.models.classifier import build_classifier, build_end_to_end
+from classifier.serving import batching
+from classifier.serving import keras_engine as keras_predict
+from classifier.serving import predict as predict_module
+from classifier.serving import reviews as reviews_module
+from classifier.serving.predict import predict_texts
+from classifier.serving.registry import load_keras_model
+from classifier.serving.reviews import Review
+from tests.model_helpers import BIG, NEGATIVE, POSITIVE, err_lines, run, table_rows, untrained
+
+# --- output formats --------------------------------------------------------------------------
+
+
+def test_table_with_the_default_model(trained, reviews):
+    result = run("predict", str(reviews["pos"]), str(reviews["neg"]))
+    assert result.exit_code == 0, result.output
+    rows = table_rows(result)
+    assert [(label, source) for label, _, source in rows] == [
+        ("positive", str(reviews["pos"])),
+        ("negative", str(reviews["neg"])),
+    ]
+    assert float(rows[0][1]) > 0.5 > float(rows[1][1])
+    assert result.stderr == ""
+
+
+def test_json_per_line_sources_and_probabilities(trained, model, reviews):
+    result = run("predict", "--per-line", "--format", "json", str(reviews["lines"]))
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    lines = str(reviews["lines"])
+    assert [row["source"] for row in rows] == [f"{lines}:1", f"{lines}:3", f"{lines}:4"]
+    assert [row["label"] for row in rows] == ["negative", "positive", "negative"]
+    expected = predict_texts(model, [NEGATIVE, POSITIVE, NEGATIVE])
+    assert [row["positive_probability"] for row in rows] == pytest.approx(expected, abs=1e-6)
+    assert set(rows[0]) == {"source", "label", "positive_probability"}
+
+
+def test_csv_and_stdin(trained, reviews):
+    text = f"{POSITIVE}\n{NEGATIVE}\n".encode()
+    result = run("predict", "--format", "csv", "--per-line", "-", stdin=text)
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["source"], r["label"]) for r in rows] == [
+        ("<stdin>:1", "positive"),
+        ("<stdin>:2", "negative"),
+    ]
+    whole = run("predict", "--format", "csv", "-", str(reviews["neg"]), stdin=POSITIVE.encode())
+    rows = list(csv.DictReader(io.StringIO(whole.stdout)))
+    assert [(r["source"], r["label"]) for r in rows] == [
+        ("<stdin>", "positive"),
+        (str(reviews["neg"]), "negative"),
+    ]
+
+
+def test_a_source_with_a_comma_is_quoted_in_csv(trained, tmp_path):
+    path = tmp_path / "a, b.txt"
+    path.write_text(POSITIVE)
+    rows = list(csv.DictReader(io.StringIO(run("predict", "--format", "csv", str(path)).stdout)))
+    assert rows[0]["source"] == str(path)
+
+
+def test_threshold_and_batch_size(trained, reviews):
+    args = ["predict", "--per-line", "--format", "json", str(reviews["lines"])]
+    default = json.loads(run(*args).stdout)
+    assert json.loads(run(*args, "--batch-size", "1").stdout) == default
+    everything = json.loads(run(*args, "--threshold", "0").stdout)
+    assert {row["label"] for row in everything} == {"positive"}
+    top = max(row["positive_probability"] for row in default)
+    nothing = json.loads(run(*args, "--threshold", str(min(1.0, top + 1e-3))).stdout)
+    assert {row["label"] for row in nothing} == {"negative"}
+
+
+def test_many_reviews_in_batches_keep_their_order(trained, tmp_path):
+    path = tmp_path / "many.txt"
+    path.write_text("".join(f"{POSITIVE if i % 3 else NEGATIVE} {i}\n" for i in range(700)))
+    result = run("predict", "--per-line", "--format", "csv", "--batch-size", "64", str(path))
+    assert result.exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["source"] for r in rows] == [f"{path}:{i + 1}" for i in range(700)]
+    assert [r["label"] == "positive" for r in rows] == [bool(i % 3) for i in range(700)]
+
+
+def test_help_has_examples():
+    for command in ("predict", "explain"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Example" in result.output
+        assert "--model" in result.output
+
+
+# --- bad inputs: one line each, the others still classified ----------------------------------
+
+
+def test_every_bad_input_at_once(trained, reviews, tmp_path, monkeypatch):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
+    empty.write_bytes(b"")
+    blank.write_text("  \n\t \n")
+    locked = tmp_path / "locked.txt"
+    locked.write_text(POSITIVE)
+    _make_unreadable(locked, monkeypatch)
+    missing = tmp_path / "missing.txt"
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("a great film, superb and moving. Caf\xe9!".encode("latin-1"))
+    args = [missing, reviews["pos"], folder, locked, empty, blank, latin1, reviews["neg"]]
+    result = run("predict", "--format", "csv", *map(str, args))
+    assert result.exit_code == 1
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [(r["source"], r["label"]) for r in rows] == [
+        (str(reviews["pos"]), "positive"),
+        (str(latin1), "positive"),
+        (str(reviews["neg"]), "negative"),
+    ]
+    assert err_lines(result) == [
+        f"classify: {missing}: no such file",
+        f"classify: {folder}: is a directory",
+        f"classify: {locked}: permission denied",
+        f"classify: {empty}: empty review (no text, or only whitespace)",
+        f"classify: {blank}: empty review (no text, or only whitespace)",
+        f"classify: {latin1}: warning: not valid UTF-8; undecodable bytes replaced with U+FFFD",
+    ]
+
+
+def _make_unreadable(path: Path, monkeypatch) -> None:
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root reads anything: fail the open as it would for others
+        real = reviews_module.open_binary
+
+        def refuse(name):
+            if Path(name) == path:
+                raise PermissionError(13, "Permission denied", name)
+            return real(name)
+
+        monkeypatch.setattr(reviews_module, "open_binary", refuse)
+
+
+@pytest.mark.parametrize(
+    ("make", "message", "code"),
+    [
+        (lambda p: None, "no such file", 1),
+        (lambda p: p.mkdir(), "is a directory", 1),
+        (lambda p: p.write_bytes(b""), "empty review", 1),
+        (lambda p: p.write_text(" \n\n\t"), "empty review", 1),
+        (lambda p: p.write_bytes(b"great \xff\xfe film"), "warning: not valid UTF-8", 0),
+    ],
+    ids=["missing", "directory", "empty", "whitespace", "not-utf8"],
+)
+def test_each_bad_input_alone(trained, tmp_path, make, message, code):
+    path = tmp_path / "input"
+    make(path)
+    result = run("predict", str(path))
+    assert result.exit_code == code
+    assert err_lines(result) == [f"classify: {path}: {message}" + _rest(message)]
+    assert (result.stdout != "") == (code == 0)
+
+
+def _rest(message: str) -> str:
+    return {
+        "empty review": " (no text, or only whitespace)",
+        "warning: not valid UTF-8": "; undecodable bytes replaced with U+FFFD",
+    }.get(message, "")
+
+
+def test_per_line_bad_input(trained, tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_bytes(POSITIVE.encode() + b"\n\xff\xfe awful\n" + b"dull \xff\n")
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n")
+    result = run("predict", "--per-line", "--format", "csv", str(path), str(blank))
+    assert result.exit_code == 1
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["source"] for r in rows] == [f"{path}:1", f"{path}:2", f"{path}:3"]
+    assert err_lines(result) == [
+        f"classify: {path}:2: warning: not valid UTF-8; undecodable bytes replaced with U+FFFD "
+        "(warned once per file)",
+        f"classify: {blank}: empty (no non-blank line to classify)",
+    ]
+
+
+def test_usage_errors_exit_2(trained, reviews):
+    for args in (
+        ["predict"],
+        ["predict", "--format", "xml", str(reviews["pos"])],
+        ["predict", "--threshold", "1.5", str(reviews["pos"])],
+        ["predict", "--batch-size", "0", str(reviews["pos"])],
+        ["explain"],
+        ["explain", "--format", "svg", str(reviews["pos"])],
+    ):
+        result = run(*args)
+        assert result.exit_code == 2, args
+        assert result.stdout == ""
+
+
+# --- big files: the model's end kept, with a note --------------------------------------------
+
+
+@pytest.mark.parametrize("per_line", [False, True], ids=["file", "per-line"])
+def test_a_50_mb_review_keeps_its_tail_with_a_note(trained, big_file, per_line):
+    args = ["predict", "--format", "csv", *(["--per-line"] if per_line else []), str(big_file)]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    (row,) = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert row["label"] == "positive"  # the model keeps the tail (data.truncate: tail)
+    (note,) = err_lines(result)
+    source = f"{big_file}:1" if per_line else str(big_file)
+    assert note.startswith(f"classify: {source}: note: ")
+    assert "classified from its last 65,536 bytes" in note
+    if not per_line:
+        assert f"{BIG:,} bytes" in note
+
+
+def test_predict_texts_takes_a_plain_list(model):
+    assert predict_texts(model, []) == []
+    probabilities = predict_texts(model, [POSITIVE, NEGATIVE, POSITIVE], batch_size=2)
+    assert probabilities[0] > 0.5 > probabilities[1]
+    direct = model(tf.constant([POSITIVE]), training=False).numpy()[0, 1]
+    assert probabilities[0] == pytest.approx(float(direct))
+
+
+# --- fast prediction: batches of similar lengths, trimmed to their longest review ------------
+
+
+def _texts_of_many_lengths(count: int, seed: int = 0) -> list[str]:
+    """Reviews from no word at all to several times ``sequence_length`` words, shuffled."""
+    rng = np.random.default_rng(seed)
+    words = ["great", "awful", "film", "the", "plot", "wonderful", "dull", "zyzzyva"]
+    texts = ["", "!!!", "great"]
+    for _ in range(count - len(texts)):
+        length = int(rng.choice([rng.integers(1, 6), rng.integers(6, 30), rng.integers(30, 80)]))
+        texts.append(" ".join(rng.choice(words, size=length)))
+    return [texts[i] for i in rng.permutation(len(texts))]
+
+
+def _direct(model: keras.Model, texts: list[str]) -> np.ndarray:
+    """P(positive) from the end-to-end model itself, every review padded to sequence_length."""
+    return model(tf.constant(texts), training=False).numpy()[:, 1]
+
+
+def _widths_seen(model: keras.Model, monkeypatch) -> list[tuple[int, int]]:
+    """Record the (B, T) shape of every batch that the classifier step gets."""
+    predictor = keras_predict._predictor(model)
+    shapes: list[tuple[int, int]] = []
+    classify = predictor.classify
+
+    def spy(token_ids):
+        shapes.append(tuple(token_ids.shape))
+        return classify(token_ids)
+
+    monkeypatch.setattr(predictor, "classify", spy)
+    return shapes
+
+
+@pytest.mark.parametrize("variant", ["encoder", "block", "block_pos", "mha", "attention"])
+def test_trimmed_batches_give_the_end_to_end_probabilities(variant, monkeypatch):
+    model = untrained(variant, sequence_length=24)
+    texts = _texts_of_many_lengths(90)
+    shapes = _widths_seen(model, monkeypatch)
+    probabilities = predict_texts(model, texts, batch_size=8)
+    np.testing.assert_allclose(probabilities, _direct(model, texts), rtol=0, atol=1e-5)
+    assert [batch for batch, _ in shapes] == [8] * 11 + [2]
+    widths = [width for _, width in shapes]
+    assert widths == sorted(widths) and widths[0] < 6 and widths[-1] == 24  # cut, then full
+
+
+def test_order_is_kept_across_very_different_lengths(model, monkeypatch):
+    short, long = "great", " ".join([NEGATIVE] * 10)  # 1 word; far over sequence_length
+    texts = [
+        (f"{POSITIVE} {i}" if i % 3 else long) if i % 2 else (short if i % 5 else NEGATIVE)
+        for i in range(300)
+    ]
+    shapes = _widths_seen(model, monkeypatch)
+    probabilities = predict_texts(model, texts, batch_size=16)
+    expected = _direct(model, texts)
+    np.testing.assert_allclose(probabilities, expected, rtol=0, atol=1e-5)
+    assert np.ptp(expected) > 0.1  # a review in the wrong place would show
+    assert {width for _, width in shapes} > {1, 24}  # short batches were trimmed
+
+
+def test_a_classifier_saved_with_a_fixed_length_is_trimmed_too(tmp_path, monkeypatch):
+    """Models saved before the classifiers took any length: same layers, any-length input."""
+    words = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
+    vectorizer = ReviewVectorizer(len(words) + 2, 24, "tail", words)
+    cfg = ModelConfig(variant="encoder", embed_dim=8, num_heads=2, ff_dim=8, num_layers=1)
+    fixed = keras.models.clone_model(
+        build_classifier(cfg, len(words) + 2, 24),
+        input_tensors=keras.Input(shape=(24,), dtype="int64", name="token_ids"),
+    )
+    build_end_to_end(vectorizer, fixed).save(tmp_path / "fixed.keras")
+    model = load_keras_model(tmp_path / "fixed.keras")
+    assert tuple(model.layers[-1].inputs[0].shape) == (None, 24)
+    texts = _texts_of_many_lengths(40, seed=1)
+    shapes = _widths_seen(model, monkeypatch)
+    probabilities = predict_texts(model, texts, batch_size=8)
+    np.testing.assert_allclose(probabilities, _direct(model, texts), rtol=0, atol=1e-5)
+    assert min(width for _, width in shapes) < 24
+
+
+def test_another_end_to_end_model_runs_whole():
+    """Anything but ``classifier(vectorizer(texts))`` is run as it is, texts in."""
+    inner = untrained("attention", sequence_length=24)
+    texts = keras.Input(shape=(), dtype="string")
+    sharper = keras.layers.Activation("softmax")(inner(texts) * 3.0)
+    model = keras.Model(texts, sharper)
+    assert isinstance(keras_predict._predictor(model), keras_predict._EndToEnd)
+    reviews = _texts_of_many_lengths(20)
+    probabilities = predict_texts(model, reviews, batch_size=6)
+    np.testing.assert_allclose(probabilities, _direct(model, reviews), rtol=0, atol=1e-6)
+
+
+def test_the_cache_does_not_keep_a_model_alive():
+    model = untrained("attention")
+    predict_texts(model, ["great film", "dull"])
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
+
+
+def test_token_counts_and_length_sorted_batches():
+    ids = np.array([[5, 3, 0, 0], [0, 0, 0, 0], [2, 2, 2, 2], [7, 0, 0, 0], [4, 1, 9, 0]])
+    lengths = batching.token_counts(ids)
+    assert lengths.tolist() == [2, 0, 4, 1, 3]
+    batches = list(batching.length_sorted_batches(lengths, 2))
+    assert [(rows.tolist(), width) for rows, width in batches] == [
+        ([1, 3], 1),  # no token at all: one column of padding
+        ([0, 4], 3),
+        ([2], 4),
+    ]
+
+
+def test_results_start_after_the_first_chunk(model):
+    """Reviews are read a chunk at a time: the first results come before the rest is read."""
+    read: list[int] = []
+
+    def reviews():
+        for number in range(1, 1001):
+            read.append(number)
+            yield Review(f"r:{number}", POSITIVE if number % 2 else NEGATIVE)
+
+    predictions = predict_module.classify(model, reviews(), batch_size=64)
+    first = next(predictions)
+    assert first.source == "r:1" and len(read) == predict_module.FIRST_CHUNK
+    rest = list(predictions)
+    assert [p.source for p in [first, *rest]] == [f"r:{n}" for n in range(1, 1001)]
+    assert [p.label for p in rest[:2]] == ["negative", "positive"]
+
+
+def test_json_is_json_even_for_a_nan_probability():
+    predictions = [
+        predict_module.Prediction("a.txt", "negative", float("nan")),
+        predict_module.Prediction("b.txt", "positive", 0.75),
+    ]
+    rows = json.loads("\n".join(predict_module.format_predictions(predictions, "json")))
+    assert [row["positive_probability"] for row in rows] == [None, 0.75]

@@ -1,0 +1,116 @@
+"""``train.refit``: after the validation reviews choose the epoch count, a fresh model is
+trained on training and validation reviews together and is the one evaluated and registered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keras
+import mlflow
+import numpy as np
+import pytest
+from mlflow.tracking import MlflowClient
+
+from classifier.config.schema import load_config
+from classifier.data.pipeline import ReviewVectorizer, load_last_unlabelled, vectorize
+from classifier.evaluation.calibration import Calibration, head_log_odds
+from classifier.evaluation.metrics import mean_entropy, sigmoid
+from classifier.serving.keras_engine import vectorizer_of
+from classifier.serving.registry import load_model
+from classifier.sweeps.compare import compare
+from classifier.training.train import train
+from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
+
+EXPERIMENT = "refit-tests"
+
+
+def refit_config(fixture_data_dir, registered_model: str, experiment: str):
+    """Three epochs of attention on the fixture data, then the refit."""
+    return load_config(
+        None,
+        [
+            *fixture_data_overrides(fixture_data_dir),
+            "model.variant=attention",
+            "train.epochs=3",
+            "train.early_stopping_patience=null",
+            "train.learning_rate=0.01",
+            "train.refit=true",
+            f"train.registered_model={registered_model}",
+            f"experiment={experiment}",
+        ],
+    )
+
+
+def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixture_data_dir):
+    lines: list[str] = []
+    cfg = refit_config(fixture_data_dir, "imdb-refit-test", EXPERIMENT)
+    result = train(cfg, echo=lines.append)
+    run = MlflowClient().get_run(result.run_id)
+    params, tags = run.data.params, run.data.tags
+    assert (params["data.train_reviews"], params["data.validation_reviews"]) == ("120", "40")
+    assert params["data.refit_train_reviews"] == "160"
+    assert params["train.refit"] == "True" and tags["refit"] == "true"
+    client = MlflowClient()
+    # Phase 1: three epochs with validation; phase 2: the best epoch count, no validation.
+    assert [m.step for m in client.get_metric_history(result.run_id, "val_accuracy")] == [1, 2, 3]
+    refit_steps = [m.step for m in client.get_metric_history(result.run_id, "refit_train_loss")]
+    assert refit_steps == list(range(1, result.best_epoch + 1))
+    assert (
+        f"refit: a fresh model on all 160 labelled reviews for {result.best_epoch} epochs" in lines
+    )
+    # The registered model's vocabulary was adapted on the validation reviews too.
+    model = load_model("models:/imdb-refit-test@newest")
+    assert VALIDATION_ONLY_WORD in vectorizer_of(model).get_vocabulary()
+    assert params["data.refit_calibration_reviews"] == "10"  # the fixture's unlabelled reviews
+    (row,) = compare(experiment=EXPERIMENT)
+    assert row.key_params.endswith("refit")
+
+
+def test_the_refit_model_has_the_chosen_models_calibrated_confidence(store, fixture_data_dir):
+    """No labelled review is left to calibrate a refit model on: it gets the temperature and
+    offset that give it the calibrated chosen model's mean P(positive) and mean entropy on the
+    unlabelled reviews."""
+    cfg = refit_config(fixture_data_dir, "imdb-refit-calibration-test", "refit-calibration-tests")
+    lines: list[str] = []
+    result = train(cfg, echo=lines.append)
+    metrics = MlflowClient().get_run(result.run_id).data.metrics
+    unlabelled, _ = load_last_unlabelled(cfg.data, 10)
+
+    # The chosen model: the best epoch's weights, with the calibration fitted on validation.
+    checkpoint = Path(mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/checkpoint"))
+    chosen = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
+    chosen.load_weights(checkpoint / "best.weights.h5")
+    vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
+    chosen_vectorizer = ReviewVectorizer(64, 24, cfg.data.truncate, vocabulary)
+    calibration = Calibration(metrics["chosen_temperature"], metrics["chosen_calibration_offset"])
+    reference, _ = head_log_odds(chosen, vectorize(unlabelled, chosen_vectorizer, 16))
+    reference = calibration.apply(reference)
+
+    # The registered refit model (its calibration folded in) on the same reviews.
+    refit_model = load_model("models:/imdb-refit-calibration-test@newest")
+    refit_classifier = refit_model.layers[-1]
+    log_odds, _ = head_log_odds(refit_classifier, vectorize(unlabelled, refit_model.layers[1], 16))
+
+    assert np.mean(sigmoid(log_odds)) == pytest.approx(np.mean(sigmoid(reference)), abs=1e-6)
+    assert mean_entropy(log_odds) == pytest.approx(mean_entropy(reference), abs=1e-6)
+    assert metrics["temperature"] != metrics["chosen_temperature"]  # not a copy: matched
+    t, offset = metrics["temperature"], metrics["calibration_offset"]
+    assert (
+        f"calibration of the refit model, matched on the unlabelled reviews: T {t:.2f}, "
+        f"offset {offset:+.2f}" in lines
+    )
+
+
+def test_without_refit_the_validation_reviews_stay_out(store, fixture_data_dir):
+    overrides = [
+        *fixture_data_overrides(fixture_data_dir),
+        "model.variant=attention",
+        "train.epochs=1",
+        "train.registered_model=imdb-norefit-test",
+        "experiment=norefit-tests",
+    ]
+    result = train(load_config(None, overrides), echo=lambda line: None)
+    run = MlflowClient().get_run(result.run_id)
+    assert "data.refit_train_reviews" not in run.data.params and "refit" not in run.data.tags
+    model = load_model("models:/imdb-norefit-test@newest")
+    assert VALIDATION_ONLY_WORD not in vectorizer_of(model).get_vocabulary()

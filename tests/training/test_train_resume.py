@@ -1,0 +1,312 @@
+"""Interrupted and crashed runs: KILLED or FAILED in MLflow, checkpoint kept, resume continues."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+from click.testing import CliRunner
+from mlflow.tracking import MlflowClient
+
+import classifier.training.train as training
+from classifier.cli.main import cli
+from classifier.data.pipeline import resumed_seed
+from classifier.errors import ResumeError, RunBusy, TrainingDiverged
+from classifier.runs.leases import HEARTBEAT_TAG, claimed, is_live
+from classifier.training.train import train
+from tests.conftest import fixture_data_overrides
+
+EPOCHS = 8
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    return uri
+
+
+def overrides(fixture_data_dir, epochs=EPOCHS, batch_size=2) -> list[str]:
+    # Many small steps (batch 2): an epoch lasts long enough to be interrupted in.
+    return [
+        *fixture_data_overrides(fixture_data_dir, batch_size),
+        "model.variant=encoder",
+        "model.num_layers=1",
+        f"train.epochs={epochs}",
+        "train.early_stopping_patience=null",  # every epoch runs
+        "train.registered_model=imdb-resume-test",
+        "experiment=resume-tests",
+    ]
+
+
+def checkpoint_progress(run_id: str) -> dict:
+    path = mlflow.artifacts.download_artifacts(f"runs:/{run_id}/checkpoint/progress.json")
+    return json.loads(Path(path).read_text())
+
+
+def metric_steps(run_id: str, name: str = "val_accuracy") -> list[int]:
+    return sorted(m.step for m in MlflowClient().get_metric_history(run_id, name))
+
+
+def test_ctrl_c_marks_the_run_killed_and_resume_continues(store, fixture_data_dir):
+    sets = [arg for item in overrides(fixture_data_dir) for arg in ("--set", item)]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "classifier", "train", *sets],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    run_id = None
+    for line in process.stdout:
+        if line.startswith("run "):
+            run_id = line.split()[1].rstrip(":")
+        if line.startswith("epoch  2/"):
+            process.send_signal(signal.SIGINT)
+            break
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"interrupted: run {run_id} marked KILLED, its last checkpoint is kept; "
+        f"continue with: classify train --resume {run_id}"
+    )
+    assert "Traceback" not in stderr
+    mlflow.set_tracking_uri(store)
+    assert MlflowClient().get_run(run_id).info.status == "KILLED"
+    done = checkpoint_progress(run_id)["epoch"]
+    assert 2 <= done < EPOCHS
+    assert metric_steps(run_id) == list(range(1, done + 1))
+
+    lines: list[str] = []
+    result = train(resume=run_id, echo=lines.append)
+    assert result.run_id == run_id
+    assert lines[0].endswith(f"resuming after epoch {done}")
+    epochs = [int(line.split()[1].split("/")[0]) for line in lines if line.startswith("epoch ")]
+    assert epochs == list(range(done + 1, EPOCHS + 1))
+    assert metric_steps(run_id) == list(range(1, EPOCHS + 1))
+    assert MlflowClient().get_run(run_id).info.status == "FINISHED"
+
+
+def test_a_crash_marks_the_run_failed_and_resume_finishes_it(store, fixture_data_dir, monkeypatch):
+    from classifier.config.schema import load_config
+
+    cfg = load_config(None, overrides(fixture_data_dir, epochs=2, batch_size=16))
+    real_evaluate = training._evaluate_and_log
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(training, "_evaluate_and_log", crash)
+    lines: list[str] = []
+    with pytest.raises(RuntimeError, match="disk full"):
+        train(cfg, echo=lines.append)
+    run_id = lines[0].split()[1].rstrip(":")
+    assert MlflowClient().get_run(run_id).info.status == "FAILED"
+    assert checkpoint_progress(run_id)["epoch"] == 2
+
+    monkeypatch.setattr(training, "_evaluate_and_log", real_evaluate)
+    seeds: list[int] = []
+
+    def spy(data_cfg, raw, vectorizer, seed):
+        seeds.append(seed)
+        return real_make_datasets(data_cfg, raw, vectorizer, seed=seed)
+
+    real_make_datasets = training.make_datasets
+    monkeypatch.setattr(training, "make_datasets", spy)
+    resumed: list[str] = []
+    result = train(resume=run_id, echo=resumed.append)
+    # A new process draws tf.data's passes from the seed afresh: the resumed run shuffles with
+    # a seed of its own, or its next epoch would replay epoch 1's order.
+    assert seeds == [resumed_seed(cfg.train.seed, 2)] and seeds[0] != cfg.train.seed
+    assert not [line for line in resumed if line.startswith("epoch ")]  # nothing left to train
+    assert result.epochs_run == 2
+    assert MlflowClient().get_run(run_id).info.status == "FINISHED"
+    with pytest.raises(ResumeError, match="already finished"):
+        train(resume=run_id)
+
+
+def test_resume_errors_are_one_line(store):
+    result = CliRunner().invoke(cli, ["train", "--resume", "0123456789abcdef0123456789abcdef"])
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        "classify: error: no run '0123456789abcdef0123456789abcdef' in sqlite:///"
+    )
+    result = CliRunner().invoke(cli, ["train", "--resume", "abc", "--set", "train.epochs=2"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "classify: error: --resume continues with the run's own config; drop --config and --set\n"
+    )
+
+
+def start_training(store, fixture_data_dir, *extra: str) -> subprocess.Popen:
+    sets = [arg for item in [*overrides(fixture_data_dir), *extra] for arg in ("--set", item)]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "classifier", "train", *sets],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def read_until(process: subprocess.Popen, prefix: str) -> str:
+    """The run id, read from the output up to the first line starting with ``prefix``."""
+    run_id = ""
+    for line in process.stdout:
+        if line.startswith("run "):
+            run_id = line.split()[1].rstrip(":")
+        if line.startswith(prefix):
+            return run_id
+    raise AssertionError(f"no line starting with {prefix!r}: {process.communicate()[1][-2000:]}")
+
+
+@pytest.mark.parametrize(
+    ("sent", "at_line"),
+    [(signal.SIGTERM, "epoch  1/"), (signal.SIGTERM, "epoch  2/"), (signal.SIGHUP, "epoch  2/")],
+    ids=["sigterm-epoch-1", "sigterm-epoch-2", "sighup-epoch-2"],
+)
+def test_a_stop_signal_keeps_each_epoch_and_its_checkpoint_whole(
+    store, fixture_data_dir, sent, at_line
+):
+    epochs = 4
+    process = start_training(store, fixture_data_dir, f"train.epochs={epochs}")
+    run_id = read_until(process, at_line)
+    process.send_signal(sent)  # while the epoch's line is out and its checkpoint is written
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    mlflow.set_tracking_uri(store)
+    assert MlflowClient().get_run(run_id).info.status == "KILLED"
+    done = checkpoint_progress(run_id)["epoch"]
+    assert done >= int(at_line.split()[1].rstrip("/"))
+    assert metric_steps(run_id) == list(range(1, done + 1))  # the checkpoint's epochs, once
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"interrupted: run {run_id} marked KILLED, its last checkpoint is kept;")
+    )
+
+    result = train(resume=run_id, echo=lambda line: None)
+    for name in ("val_accuracy", "train_loss", "epoch_time_s"):
+        assert metric_steps(run_id, name) == list(range(1, epochs + 1)), name
+    # Training time counts every epoch, those before the stop too.
+    run = MlflowClient().get_run(run_id)
+    epoch_times = MlflowClient().get_metric_history(run_id, "epoch_time_s")
+    assert run.data.metrics["train_time_s"] == pytest.approx(sum(m.value for m in epoch_times))
+    assert result.epochs_run == epochs
+
+
+def test_a_stop_before_the_first_epoch_ends_says_there_is_no_checkpoint(store, fixture_data_dir):
+    process = start_training(store, fixture_data_dir)
+    run_id = read_until(process, "run ")
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"interrupted: run {run_id} marked KILLED, no epoch had ended, so it starts from the "
+        f"beginning; continue with: classify train --resume {run_id}"
+    )
+    mlflow.set_tracking_uri(store)
+    assert metric_steps(run_id) == []
+
+
+def test_a_live_run_is_refused_and_a_killed_one_resumes(store, fixture_data_dir):
+    process = start_training(store, fixture_data_dir, "train.epochs=3")
+    run_id = read_until(process, "epoch  1/")
+    mlflow.set_tracking_uri(store)
+    try:
+        with pytest.raises(
+            RunBusy, match=rf"run {run_id} is still training \(process {process.pid} on "
+        ):
+            train(resume=run_id, echo=lambda line: None)
+    finally:
+        process.kill()  # SIGKILL: no handler runs, the run stays RUNNING
+        process.communicate(timeout=60)
+    assert MlflowClient().get_run(run_id).info.status == "RUNNING"
+    result = train(resume=run_id, echo=lambda line: None)
+    assert result.run_id == run_id and metric_steps(run_id) == [1, 2, 3]
+    versions = MlflowClient().search_model_versions("name = 'imdb-resume-test'")
+    assert [v.run_id for v in versions] == [run_id]  # registered once
+
+
+def test_two_claims_on_one_run_and_stale_heartbeats(store):
+    mlflow.set_tracking_uri(store)
+    client = MlflowClient()
+    experiment = client.create_experiment("claims")
+    run_id = client.create_run(experiment).info.run_id
+    first = claimed(run_id)
+    first.__enter__()
+    with pytest.raises(RunBusy, match="being resumed by another process"), claimed(run_id):
+        pass
+    first.__exit__(None, None, None)
+    with claimed(run_id):  # released when the first block ended
+        pass
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    for beat, live in [
+        (f"{socket.gethostname()} {os.getpid()} {time.time()}", True),
+        (f"{socket.gethostname()} {dead.stdout.strip()} {time.time()}", False),  # SIGKILLed
+        (f"{socket.gethostname()} {os.getpid()} {time.time() - 3600}", False),  # stale
+        (f"elsewhere 1 {time.time()}", True),  # another host, fresh
+        ("garbled", False),  # a tag edited by hand: nobody can be shown to hold the run
+    ]:
+        client.set_tag(run_id, HEARTBEAT_TAG, beat)
+        assert is_live(client.get_run(run_id)) is live, beat
+
+
+def test_a_diverging_run_fails_and_registers_nothing(store, fixture_data_dir):
+    from classifier.config.schema import load_config
+
+    cfg = load_config(
+        None, [*overrides(fixture_data_dir, epochs=3, batch_size=16), "train.learning_rate=1.0e+30"]
+    )
+    lines: list[str] = []
+    with pytest.raises(TrainingDiverged, match=r"training diverged at epoch 1: .*nan"):
+        train(cfg, echo=lines.append)
+    run_id = lines[0].split()[1].rstrip(":")
+    assert MlflowClient().get_run(run_id).info.status == "FAILED"
+    assert MlflowClient().search_registered_models() == []
+
+
+def test_training_leaves_no_temporary_folder(store, fixture_data_dir, tmp_path, monkeypatch):
+    from classifier.config.schema import load_config
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    train(
+        load_config(None, overrides(fixture_data_dir, epochs=1, batch_size=16)),
+        echo=lambda line: None,
+    )
+    assert list(tmp_path.glob("classify-train-*")) == []
+
+
+def test_each_checkpoint_logs_its_progress_last(store, fixture_data_dir, monkeypatch):
+    """A ``kill -9`` during the upload then leaves the old progress beside the new model (one
+    epoch retrained on resume), never the new progress beside the old model (one skipped)."""
+    from classifier.config.schema import load_config
+
+    logged: list[str] = []
+    real_log_artifact = mlflow.log_artifact
+
+    def spy(local_path, artifact_path=None, **kwargs):
+        if artifact_path == "checkpoint":
+            logged.append(Path(local_path).name)
+        return real_log_artifact(local_path, artifact_path, **kwargs)
+
+    monkeypatch.setattr(mlflow, "log_artifact", spy)
+    cfg = load_config(None, overrides(fixture_data_dir, epochs=2, batch_size=16))
+    train(cfg, echo=lambda line: None)
+    per_epoch = "".join(logged).split("progress.json")
+    assert logged.count("progress.json") == 2 and per_epoch[-1] == ""  # each epoch ends with it
+    assert {"last.keras", "vocabulary.txt", "best.weights.h5"} <= set(logged)

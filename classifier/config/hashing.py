@@ -33,6 +33,7 @@ LATER_KEYS: dict[str, Any] = {
     "train.mixed_precision": False,
     "train.weight_decay": 0.0,
     "train.clipnorm": None,
+    "model.ngram_order": 3,
 }
 #: Keys added before :data:`LATER_KEYS` existed, with the value runs recorded before them had
 #: (the pretraining section at its defaults: training ignores it).

@@ -101,7 +101,8 @@ class ModelConfig:
     position: str = "sinusoidal"  # positional signal of variant "encoder": sinusoidal | learned
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(embed_dim), as the paper
     norm_first: bool = False  # pre-LN instead of the paper's post-LN
-    ngram_buckets: int = 2**20  # hashed word pairs of variant "bow"
+    ngram_buckets: int = 2**20  # hashed word pairs of variant "bow" (and triples of "nbow")
+    ngram_order: int = 3  # the longest n-gram of variant "nbow" (1 to 3)
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # variant "encoder": a pretrained encoder (models:/, runs:/, path)
 
@@ -256,6 +257,8 @@ def validate(config: Config) -> None:
         raise ConfigError(
             f"model.embed_dim={m.embed_dim} is not divisible by model.num_heads={m.num_heads}"
         )
+    if m.ngram_order not in (1, 2, 3):
+        raise ConfigError(f"model.ngram_order must be 1, 2 or 3, got {m.ngram_order!r}")
     if m.l2 < 0:
         raise ConfigError(f"model.l2 must not be negative, got {m.l2!r}")
     if t.weight_decay < 0:

@@ -200,3 +200,16 @@ register(
         explains="contributions",
     )
 )
+register(
+    Variant(
+        "nbow",
+        f"{_BUILDERS}:nb_ngrams",
+        explained_layer="bag",
+        explained_as="the NB-weighted bag of word n-grams",
+        keys=("model.ngram_buckets", "model.ngram_order", "model.l2"),
+        position="none",
+        builds="logits",
+        prepare=f"{_BUILDERS}:set_log_count_ratios",
+        explains="contributions",
+    )
+)

@@ -147,15 +147,15 @@ def explain_text(
 
 
 def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[float, np.ndarray]:
-    """P(positive) of a ``bow`` classifier for one review's ids (no padding), and each word's
-    contribution to the log-odds of positive.
+    """P(positive) of a bag-of-n-grams classifier (``bow``, ``nbow``) for one review's ids (no
+    padding), and each word's contribution to the log-odds of positive.
 
-    A feature f (a word, or a pair of neighbouring words) adds ``value_f * (k_f . d)`` to the
-    log-odds, where ``value_f`` is its normalised TF-IDF value, ``k_f`` its kernel row and ``d``
-    the head's column difference (the temperature included). A word receives its unigram's
-    share and half of each pair's it is in, split evenly over repeats (a feature counts once).
-    So the contributions sum to the log-odds minus the bias (the calibration's offset is in
-    the bias): nothing is lost or invented.
+    A feature f (a word, or n neighbouring words) adds ``value_f * (k_f . d)`` to the log-odds,
+    where ``value_f`` is its normalised value (TF-IDF, or NB-scaled), ``k_f`` its kernel row and
+    ``d`` the head's column difference (the temperature included). A word receives its
+    unigram's share and 1/n of each n-gram's it is in, split evenly over repeats (a feature
+    counts once). So the contributions sum to the log-odds minus the bias (the calibration's
+    offset is in the bias): nothing is lost or invented.
     """
     bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
     kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
@@ -166,14 +166,18 @@ def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[
     per_feature = {  # first occurrences only: a repeat's value is 0
         int(f): float(c) for f, c, v in zip(features, values * rows, values, strict=True) if v
     }
-    unsorted = keras.ops.convert_to_numpy(ngram_features(ids, bag.vocab_size, bag.buckets))[0]
-    unigrams, bigrams = unsorted[: ids.shape[1]].tolist(), unsorted[ids.shape[1] :].tolist()
-    times = Counter(unigrams + bigrams)
-    shares = np.array([per_feature.get(u, 0.0) / times[u] for u in unigrams])
-    for position, pair in enumerate(bigrams):
-        half = per_feature.get(pair, 0.0) / times[pair] / 2
-        shares[position] += half
-        shares[position + 1] += half
+    order = getattr(bag, "order", 2)  # bow: words and pairs
+    unsorted = ngram_features(ids, bag.vocab_size, bag.buckets, order)
+    unsorted = keras.ops.convert_to_numpy(unsorted)[0].tolist()
+    length, spans, offset = ids.shape[1], [], 0  # spans: (feature, first word, n)
+    for n in range(1, order + 1):
+        count = max(length - n + 1, 0)
+        spans += [(f, start, n) for start, f in enumerate(unsorted[offset : offset + count])]
+        offset += count
+    times = Counter(f for f, _, _ in spans)
+    shares = np.zeros(length)
+    for feature, start, n in spans:
+        shares[start : start + n] += per_feature.get(feature, 0.0) / times[feature] / n
     bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
     log_odds = float(shares.sum() + bias + head_bias[1] - head_bias[0])
     return float(1 / (1 + np.exp(-log_odds))), shares

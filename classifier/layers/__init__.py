@@ -1,5 +1,5 @@
 """From-scratch Transformer building blocks, the masked-language-model head of pretraining,
-and the bag of n-grams of the ``bow`` baseline (Keras 3 layers, ``keras.ops`` only)."""
+and the bags of n-grams of the ``bow`` and ``nbow`` baselines (Keras 3 layers, ``keras.ops`` only)."""
 
 from classifier.layers.attention import (
     MaskedAttention,
@@ -19,6 +19,7 @@ from classifier.layers.masks import (
     to_keras_mask,
     to_tutorial_mask,
 )
+from classifier.layers.nb_ngrams import NaiveBayesNgrams
 from classifier.layers.ngrams import BagOfNgrams
 from classifier.layers.normalization import LayerNormalization
 from classifier.layers.pooling import MaskedGlobalAveragePooling1D
@@ -43,6 +44,7 @@ __all__ = [
     "MaskedGlobalAveragePooling1D",
     "MaskedLMHead",
     "MultiHeadAttention",
+    "NaiveBayesNgrams",
     "PositionalEmbedding",
     "SinusoidalPositionalEncoding",
     "TokenAndPositionEmbedding",

@@ -31,20 +31,27 @@ import numpy as np
 from keras import ops
 
 
-def ngram_features(token_ids, vocab_size: int, buckets: int):
-    """(B, 2T - 1) feature ids of each review: its T unigrams, then its T - 1 hashed bigrams;
-    0 where there is none (padding, or a pair that touches padding)."""
+def ngram_features(token_ids, vocab_size: int, buckets: int, order: int = 2):
+    """(B, 2T - 1) feature ids of each review: its T unigrams, then its T - 1 hashed bigrams
+    (``order`` 3: then its T - 2 hashed trigrams, in the same buckets); 0 where there is none
+    (padding, or an n-gram that touches padding).
+
+    An n-gram ``(a, b)`` is ``vocab_size + (a * vocab_size + b) mod buckets``, and ``(a, b, c)``
+    is ``vocab_size + ((a * vocab_size + b) * vocab_size + c) mod buckets``."""
     ids = ops.cast(token_ids, "int64")
-    left, right = ids[:, :-1], ids[:, 1:]
-    hashed = vocab_size + ops.mod(left * vocab_size + right, buckets)
-    real_pair = ops.logical_and(ops.greater(left, 0), ops.greater(right, 0))
-    bigrams = ops.where(real_pair, hashed, ops.zeros_like(hashed))
-    return ops.concatenate([ids, bigrams], axis=1)
+    parts, code, real = [ids], ids, ops.greater(ids, 0)
+    for n in range(2, order + 1):
+        # code/real of the n-grams ending at each position from n - 1 on
+        code = code[:, :-1] * vocab_size + ids[:, n - 1 :]
+        real = ops.logical_and(real[:, :-1], ops.greater(ids[:, n - 1 :], 0))
+        hashed = vocab_size + ops.mod(code, buckets)
+        parts.append(ops.where(real, hashed, ops.zeros_like(hashed)))
+    return ops.concatenate(parts, axis=1)
 
 
-def sorted_features(token_ids, vocab_size: int, buckets: int):
+def sorted_features(token_ids, vocab_size: int, buckets: int, order: int = 2):
     """:func:`ngram_features`, sorted ascending per review (padding zeros first)."""
-    return ops.sort(ngram_features(token_ids, vocab_size, buckets), axis=-1)
+    return ops.sort(ngram_features(token_ids, vocab_size, buckets, order), axis=-1)
 
 
 def first_occurrences(features):
@@ -94,10 +101,14 @@ class BagOfNgrams(keras.layers.Layer):
         super().__init__(**kwargs)
         self.vocab_size, self.buckets, self.outputs, self.l2 = vocab_size, buckets, outputs, l2
 
+    #: The longest n-gram, and the name of the per-feature scale (a subclass changes them).
+    order = 2
+    scale_name = "idf"
+
     def build(self, input_shape) -> None:
         features = self.vocab_size + self.buckets
-        self.idf = self.add_weight(
-            shape=(features,), initializer="zeros", trainable=False, name="idf"
+        self.scale = self.add_weight(
+            shape=(features,), initializer="zeros", trainable=False, name=self.scale_name
         )
         self.kernel = self.add_weight(
             shape=(features, self.outputs),
@@ -107,15 +118,21 @@ class BagOfNgrams(keras.layers.Layer):
         )
         self.bias = self.add_weight(shape=(self.outputs,), initializer="zeros", name="bias")
 
+    @property
+    def idf(self):
+        """The inverse document frequency of each feature (0 for padding)."""
+        return self.scale
+
     def set_idf(self, frequencies: np.ndarray, reviews: int) -> None:
         """Set the idf weights from document frequencies over ``reviews`` training reviews."""
-        self.idf.assign(smooth_idf(frequencies, reviews))
+        self.scale.assign(smooth_idf(frequencies, reviews))
 
     def feature_values(self, token_ids):
         """``(features (B, F), values (B, F))``: sorted feature ids and their normalised
-        TF-IDF value (0 for repeats and padding); what :meth:`call` multiplies by the kernel."""
-        features = sorted_features(token_ids, self.vocab_size, self.buckets)
-        values = first_occurrences(features) * ops.take(self.idf, features, axis=0)
+        scaled value (TF-IDF here; 0 for repeats and padding); what :meth:`call` multiplies by
+        the kernel."""
+        features = sorted_features(token_ids, self.vocab_size, self.buckets, self.order)
+        values = first_occurrences(features) * ops.take(self.scale, features, axis=0)
         norm = ops.sqrt(ops.sum(ops.square(values), axis=-1, keepdims=True))
         return features, values / ops.maximum(norm, 1e-12)
 

@@ -14,9 +14,10 @@ builder a variant uses, and everything else about it, is in the registry
 | block_pos   | Embedding + learned positions, one EncoderLayer                       |
 | encoder     | Embedding + sinusoidal or learned positions, our Encoder (N layers)   |
 | bow         | no attention: TF-IDF word 1-2-grams and a linear map (:class:`BagOfNgrams`) |
+| nbow        | no attention: NB-weighted binary word 1-3-grams, a linear map (:class:`NaiveBayesNgrams`) |
 
-``bow`` is the classical baseline, a logistic regression: its builder returns the two logits
-and the head only applies the softmax.
+``bow`` and ``nbow`` are the classical baselines, logistic regressions: their builders return
+the two logits and the head only applies the softmax.
 
 Example:
     >>> from classifier.config.schema import ModelConfig
@@ -38,10 +39,12 @@ from classifier.layers import (
     EncoderLayer,
     MaskedAttention,
     MaskedGlobalAveragePooling1D,
+    NaiveBayesNgrams,
     TokenAndPositionEmbedding,
     attention_mask,
     padding_mask,
 )
+from classifier.layers.nb_ngrams import class_feature_counts
 from classifier.layers.ngrams import document_frequencies
 
 NUM_CLASSES = 2
@@ -155,6 +158,28 @@ def set_document_frequencies(classifier: keras.Model, batches) -> None:
     bag = classifier.get_layer("bag")
     ids = (token_ids for token_ids, _ in batches)
     bag.set_idf(*document_frequencies(ids, bag.vocab_size, bag.buckets))
+
+
+def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
+    """The ``nbow`` baseline's two logits: binary word 1-to-``model.ngram_order``-grams scaled by
+    their Naive-Bayes log-count ratios, L2-normalised, times a weight matrix (float32)."""
+    bag = NaiveBayesNgrams(
+        vocab_size,
+        cfg.ngram_buckets,
+        NUM_CLASSES,
+        order=cfg.ngram_order,
+        l2=cfg.l2,
+        name="bag",
+        dtype="float32",
+    )
+    return bag(token_ids)
+
+
+def set_log_count_ratios(classifier: keras.Model, batches) -> None:
+    """Set the ``nbow`` log-count ratios from the training reviews: ``(token_ids, label)``
+    batches (the labels of the reviews it trains on, never validation or test ones)."""
+    bag = classifier.get_layer("bag")
+    bag.set_ratios(*class_feature_counts(batches, bag.vocab_size, bag.buckets, bag.order))
 
 
 def build_end_to_end(vectorizer: keras.layers.Layer, classifier: keras.Model) -> keras.Model:

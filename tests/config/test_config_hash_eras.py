@@ -17,10 +17,11 @@ from tests.sweep_helpers import invoke, one_point_spec
 
 def hash_before_pretraining(cfg: Config) -> str:
     """What Config.config_hash() computed before commit 91200a2 added model.init_from and the
-    pretrain section (and before train.mixed_precision, weight_decay and clipnorm)."""
+    pretrain section (and before train.mixed_precision, weight_decay, clipnorm and
+    model.ngram_order)."""
     tree = cfg.to_dict()
     del tree["model"]["init_from"], tree["pretrain"], tree["train"]["mixed_precision"]
-    del tree["train"]["weight_decay"], tree["train"]["clipnorm"]
+    del tree["train"]["weight_decay"], tree["train"]["clipnorm"], tree["model"]["ngram_order"]
     return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -65,6 +66,7 @@ def test_keys_added_later_leave_the_hash_unchanged_at_their_old_value():
     cfg = load_config("configs/variants/encoder.yaml", ["train.seed=2"])
     tree = cfg.to_dict()
     del tree["train"]["mixed_precision"], tree["train"]["weight_decay"], tree["train"]["clipnorm"]
+    del tree["model"]["ngram_order"]
     before = hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
     assert cfg.config_hash() == before
     changed = load_config("configs/variants/encoder.yaml", ["train.seed=2", "train.clipnorm=1"])

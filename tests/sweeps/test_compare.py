@@ -113,6 +113,10 @@ def test_every_row_is_measured_against_the_bow_baseline_chosen_on_validation():
     against_baseline(rows)
     assert [round(r.vs_baseline, 6) for r in rows] == [-2.6, 0.0, 0.2]
     assert "| -2.60 |" in format_comparison(rows[:1], "markdown")
+    # The strongest bag of n-grams by validation accuracy is the reference, bow or nbow:
+    rows.append(row("nbow", 0.913, 0.905))
+    against_baseline(rows)
+    assert [round(r.vs_baseline, 6) for r in rows] == [-2.7, -0.1, 0.1, 0.0]
     alone = [row("mha", 0.87, 0.87)]
     against_baseline(alone)  # no bow row: no difference, an empty cell
     assert json.loads(format_comparison(alone, "json"))[0]["test_accuracy_vs_bow"] is None

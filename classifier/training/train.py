@@ -51,7 +51,6 @@ from classifier.runs.interrupts import deferred_interrupt
 from classifier.runs.lifecycle import (
     CheckpointCallback,
     Progress,
-    TrainingInterrupted,
     log_run_inputs,
     resume_state,
     run_workspace,
@@ -62,8 +61,6 @@ from classifier.runs.resume import PROGRESS_FILE
 from classifier.training.build import new_model
 from classifier.training.finish import finish_run
 from classifier.training.refit import ChosenConfidence, refit
-
-__all__ = ["TrainResult", "TrainingInterrupted", "TrainingProgress", "train"]
 
 
 @dataclass

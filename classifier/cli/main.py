@@ -11,8 +11,10 @@ import sys
 
 import click
 
+from classifier.cli import terminal
 from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were defined here
     NOT_A_RUN_ID,
+    PROBABILITY,
     RUN_ID,
     ClassifyGroup,
     checked,
@@ -58,7 +60,7 @@ def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | No
     import_tensorflow()
     from classifier.data import pipeline as imdb
 
-    click.echo(imdb.describe(cfg.data))
+    terminal.out(imdb.describe(cfg.data))
 
 
 @cli.command()
@@ -84,7 +86,7 @@ def train(
     cfg = resumable_config(config_path, overrides, data_dir, resume)
     from classifier.training.train import train as run_training
 
-    exit_130_when_interrupted(lambda: run_training(cfg, resume=resume, echo=click.echo))
+    exit_130_when_interrupted(lambda: run_training(cfg, resume=resume, echo=terminal.Progress()))
 
 
 @cli.command()
@@ -110,7 +112,7 @@ def pretrain(
     cfg = resumable_config(config_path, overrides, data_dir, resume)
     from classifier.pretraining.pretrain import pretrain as run_pretraining
 
-    exit_130_when_interrupted(lambda: run_pretraining(cfg, resume=resume, echo=click.echo))
+    exit_130_when_interrupted(lambda: run_pretraining(cfg, resume=resume, echo=terminal.Progress()))
 
 
 def _load_model(model_spec: str | None):
@@ -138,7 +140,7 @@ def _load_model(model_spec: str | None):
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(0.0, 1.0),
+    type=PROBABILITY,
     default=0.5,
     show_default=True,
     help="A review is positive when P(positive) >= this.",
@@ -188,9 +190,9 @@ def predict(
         output_format=output_format,
         threshold=threshold,
         batch_size=batch_size,
-        out=click.echo,
+        out=terminal.out,
         err=lambda line: click.echo(line, err=True),
-        stdin=click.get_binary_stream("stdin"),
+        stdin=terminal.stdin_binary(),
     )
     sys.exit(1 if failed else 0)
 
@@ -213,7 +215,7 @@ def predict(
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(0.0, 1.0),
+    type=PROBABILITY,
     default=0.5,
     show_default=True,
     help="The review is positive when P(positive) >= this.",
@@ -244,11 +246,11 @@ def explain(
         output_format=output_format,
         threshold=threshold,
         err=lambda line: click.echo(line, err=True),
-        stdin=click.get_binary_stream("stdin"),
+        stdin=terminal.stdin_binary(),
     )
     if done is None:
         sys.exit(1)
-    click.echo(summary(*done))
+    terminal.out(summary(*done))
 
 
 @cli.command()
@@ -276,7 +278,7 @@ def sweep(spec_path: str, dry_run: bool) -> None:
     spec = sweep_spec.load_spec(spec_path)
     points = sweep_spec.expand(spec)
     if dry_run:
-        click.echo(sweep_spec.describe_points(spec, points))
+        terminal.out(sweep_spec.describe_points(spec, points))
         return
     reach_store()
     import_tensorflow()
@@ -285,7 +287,7 @@ def sweep(spec_path: str, dry_run: bool) -> None:
 
     stop_on_signals()
     try:
-        sweeps.run_sweep(spec, echo=click.echo)
+        sweeps.run_sweep(spec, echo=terminal.Progress())
     except sweeps.SweepInterrupted as interrupted:
         click.echo(str(interrupted), err=True)
         sys.exit(130)
@@ -328,7 +330,7 @@ def compare(experiment: str | None, sweep_id: str | None, output_format: str) ->
     from classifier.sweeps import compare as comparison
 
     rows = comparison.compare(experiment=experiment, sweep_id=sweep_id)
-    click.echo(comparison.format_comparison(rows, output_format))
+    terminal.out(comparison.format_comparison(rows, output_format))
 
 
 def main() -> None:

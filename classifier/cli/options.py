@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -16,7 +17,9 @@ from collections.abc import Callable
 import click
 
 from classifier.cli.startup import import_tensorflow, reach_store
+from classifier.cli.terminal import guarded
 from classifier.config.schema import Config, load_config
+from classifier.config.uris import model_uri
 from classifier.errors import UserError
 
 RUN_ID = re.compile("[0-9a-f]{32}")  # an MLflow run id
@@ -24,15 +27,41 @@ NOT_A_RUN_ID = "{!r} is not an MLflow run id (32 lowercase hex digits)"
 
 
 class ClassifyGroup(click.Group):
-    """A click group that turns a :class:`~classifier.errors.UserError` into one line on stderr
-    and its exit code (2); anything else is a bug and keeps its traceback."""
+    """A click group whose every ending is at most two lines on stderr and an exit code
+    (:func:`classifier.cli.terminal.guarded`): a :class:`~classifier.errors.UserError` is one
+    line and exit 2, a bug one line and exit 1 (its traceback under ``-v``)."""
 
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except UserError as error:
-            click.echo(f"classify: error: {error}", err=True)
-            ctx.exit(error.exit_code)
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        def command():
+            return super(ClassifyGroup, self).main(
+                args, prog_name, complete_var, standalone_mode=False, **extra
+            )
+
+        if not standalone_mode:  # a caller that handles the endings itself
+            return command()
+        sys.exit(guarded(command))
+
+
+class FiniteRange(click.FloatRange):
+    """A float option that is finite and within its range; ``nan`` and ``inf`` are usage errors
+    naming the range (click's own ``FloatRange`` lets ``nan`` through: no comparison fails).
+
+    Example:
+        >>> PROBABILITY.convert("0.25", None, None)
+        0.25
+    """
+
+    name = "finite float range"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number in {self._describe_range()}", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+#: A probability threshold: a float in [0, 1].
+PROBABILITY = FiniteRange(0.0, 1.0)
 
 
 def checked(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -76,13 +105,22 @@ def resolve_config(
     return config
 
 
+def checked_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A ``--model`` value of a form the project serves (:func:`classifier.config.uris.model_uri`),
+    checked before anything is imported."""
+    value = checked(ctx, param, value)
+    if value is not None:
+        model_uri(value)
+    return value
+
+
 def model_option(command: Callable) -> Callable:
     """``--model``: a saved model or an MLflow model URI; shared by predict and explain."""
     return click.option(
         "--model",
         "model_spec",
         metavar="PATH|URI",
-        callback=checked,
+        callback=checked_model,
         help="A .keras file (or a folder holding one), a run's LiteRT bundle folder, or an MLflow "
         "URI: models:/NAME@ALIAS, models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. "
         "Default: the newest version of the registered imdb-sentiment in the tracking store "

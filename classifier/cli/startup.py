@@ -30,7 +30,12 @@ def import_tensorflow() -> None:
 
 
 def reach_store(absent: str | None = None, lookup: bool = False) -> None:
-    """Check the tracking store before the slow imports: a bad one fails in seconds."""
+    """Check the tracking store before the slow imports: a bad one fails in seconds, and one
+    of a scheme the project does not support before MLflow is imported."""
+    from classifier.config.uris import check_store_uri
+    from classifier.runs.store_paths import tracking_origin, tracking_uri
+
+    check_store_uri(tracking_uri(), tracking_origin())
     from classifier.runs import tracking
 
     if not (lookup and tracking.missing_local_store()):  # a lookup creates no store

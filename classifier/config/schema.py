@@ -34,6 +34,7 @@ import yaml
 from classifier.config import variants
 from classifier.config.hashing import config_hash, config_hashes
 from classifier.config.pretrain import PretrainConfig, validate_pretrain
+from classifier.config.uris import check_init_from
 from classifier.config.yaml_files import YamlLoader, read_config_file
 from classifier.errors import ConfigError
 
@@ -267,13 +268,8 @@ def validate(config: Config) -> None:
         raise ConfigError(f"train.clipnorm must be positive, got {t.clipnorm!r}")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
-    if m.init_from is not None and not m.init_from.strip():
-        raise ConfigError("model.init_from must not be empty (null: no pretrained encoder)")
-    if m.init_from is not None and m.variant != "encoder":
-        raise ConfigError(
-            f"model.init_from loads a pretrained encoder into variant encoder, not "
-            f"model.variant={m.variant!r}"
-        )
+    if m.init_from is not None:
+        check_init_from(m.init_from, m.variant)
     for key, name in (
         ("experiment", config.experiment),
         ("pretrain.experiment", config.pretrain.experiment),

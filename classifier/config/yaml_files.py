@@ -33,14 +33,14 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any]:
         classifier.errors.ConfigError: sweep spec configs is a directory, not a file
     """
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"{what} file not found: {path}")
-    if not path.is_file():
-        kind = "a directory" if path.is_dir() else "a special file"
-        raise ConfigError(f"{what} {path} is {kind}, not a file")
     try:
+        if not path.exists():
+            raise ConfigError(f"{what} file not found: {path}")
+        if not path.is_file():
+            kind = "a directory" if path.is_dir() else "a special file"
+            raise ConfigError(f"{what} {path} is {kind}, not a file")
         data = path.read_bytes()
-    except OSError as error:
+    except OSError as error:  # a name too long, a permission, an I/O error
         raise ConfigError(f"{what} {path} cannot be read: {error.strerror or error}") from None
     try:
         text = data.decode("utf-8-sig")

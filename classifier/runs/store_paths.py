@@ -32,6 +32,11 @@ def tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
 
 
+def tracking_origin() -> str:
+    """`` (MLFLOW_TRACKING_URI)`` when the URI came from that variable, for messages."""
+    return " (MLFLOW_TRACKING_URI)" if os.environ.get("MLFLOW_TRACKING_URI") else ""
+
+
 def sqlite_path(uri: str) -> Path | None:
     """The database file of a ``sqlite:///`` URI (relative to the working directory when the
     URI is), or None for another scheme or an in-memory database."""

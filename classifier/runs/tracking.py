@@ -1,5 +1,6 @@
 """MLflow tracking: where runs go (URIs), experiments, the tags that tie runs together and the
-queries that find them again. Imports nothing from the package but :mod:`classifier.errors`.
+queries that find them again. Imports nothing from the package but :mod:`classifier.errors` and the URI parser
+(:mod:`classifier.config.uris`).
 
 By default every run lands in one SQLite store, ``<project root>/mlflow.db``, with artefacts in
 ``<project root>/mlruns/``, whatever the working directory; ``MLFLOW_TRACKING_URI`` overrides it
@@ -28,12 +29,14 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from classifier.config.uris import check_store_uri
 from classifier.errors import TrackingError, first_line
 from classifier.runs.store_paths import (  # noqa: F401 - tracking_uri and friends live there
     PACKAGE_DIR,
     default_tracking_uri,
     project_root,
     sqlite_path,
+    tracking_origin,
     tracking_uri,
 )
 
@@ -78,7 +81,7 @@ def configure_tracking(absent: str | None = None) -> str:
     """
     uri = tracking_uri()
     path = sqlite_path(uri)
-    if uri.split(":", 1)[0].lower() in ("http", "https"):
+    if check_store_uri(uri, _origin()) in ("http", "https"):
         check_server(uri)
     elif path is None:
         _open_store(uri)  # another database, a bare path, an unknown scheme
@@ -102,7 +105,7 @@ def configure_tracking(absent: str | None = None) -> str:
 
 
 def _origin() -> str:
-    return " (MLFLOW_TRACKING_URI)" if os.environ.get("MLFLOW_TRACKING_URI") else ""
+    return tracking_origin()
 
 
 def check_server(uri: str, timeout: float = HEALTH_TIMEOUT) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from classifier.config.schema import TrainConfig
+from classifier.config.uris import model_uri
 from classifier.runs.store_paths import sqlite_path, tracking_uri
 
 DEFAULT_MODEL = TrainConfig().registered_model  # "imdb-sentiment"
@@ -36,8 +37,9 @@ _RUNS = re.compile(r"^runs:/(?P<run>[0-9a-f]{32})/?$")
 
 def find_bundle(spec: str | None) -> Path | None:
     """The bundle folder for a ``--model`` value, or ``None`` when only Keras can serve it."""
-    if spec is not None and not re.match(r"^(models|runs):", spec):
-        return _local(Path(spec).expanduser())
+    parsed = model_uri(spec) if spec is not None else None
+    if parsed is not None and parsed.kind == "path":
+        return _local(Path(parsed.value).expanduser())
     database = sqlite_path(tracking_uri())
     if database is None or not database.is_file():
         return None

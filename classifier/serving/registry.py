@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import NoReturn
@@ -31,6 +30,7 @@ from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
 from classifier.config.schema import TrainConfig
+from classifier.config.uris import model_uri
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError, first_line
 from classifier.runs.tracking import (
@@ -46,7 +46,6 @@ from classifier.serving.pyfunc import SentimentModel
 DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
 LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
 KERAS_ARTIFACT = "model.keras"  # the run artefact logged by training
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme; not a Windows drive letter
 
 
 def load_model(spec: str | None = None) -> keras.Model:
@@ -62,11 +61,12 @@ def load_model(spec: str | None = None) -> keras.Model:
     """
     if spec is None:
         return _load_from_mlflow(f"models:/{DEFAULT_MODEL_NAME}@{LATEST}", default=True)
-    path = Path(spec).expanduser()
+    parsed = model_uri(spec)  # a scheme the project does not serve: ModelError
+    if parsed.kind != "path":  # models:/ or runs:/
+        return _load_from_mlflow(spec)
+    path = Path(parsed.value).expanduser()
     if path.exists():
         return _load_local(path, f"--model {spec}")
-    if _URI.match(spec):  # models:/, runs:/ or any artifact URI MLflow can download
-        return _load_from_mlflow(spec)
     raise ModelError(
         f"--model {spec}: no such file, and not an MLflow URI (models:/..., runs:/...)"
     )

@@ -116,7 +116,10 @@ def read_reviews(
 
 def _open(path: str, name: str, reporter: Reporter, stdin: BinaryIO | None) -> BinaryIO | None:
     if path == STDIN:
-        return stdin if stdin is not None else sys.stdin.buffer
+        stream = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            reporter.error(name, "standard input is closed")
+        return stream
     try:
         if os.path.isdir(path):
             raise IsADirectoryError(path)

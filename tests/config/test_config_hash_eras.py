@@ -32,7 +32,9 @@ def test_the_second_hash_is_the_one_runs_before_the_pretraining_keys_carry():
 
 
 def test_a_config_those_runs_could_not_have_has_no_second_hash():
-    cfg = load_config("configs/variants/encoder.yaml", ["model.init_from=runs:/0123456789abcdef"])
+    cfg = load_config(
+        "configs/variants/encoder.yaml", ["model.init_from=runs:/0123456789abcdef0123456789abcdef"]
+    )
     assert cfg.config_hashes() == (cfg.config_hash(), cfg.config_hash())
     pretraining = load_config(None, ["pretrain.epochs=3"])
     assert pretraining.config_hashes() == (pretraining.config_hash(),) * 2

@@ -60,7 +60,9 @@ def test_pretrain_configs_match_the_encoders_they_fine_tune():
         "imdb-pretrain",
         "imdb-encoder",
     )
-    assert load_config(None, ["model.variant=encoder", "model.init_from=runs:/x"]).model.init_from
+    assert load_config(
+        None, ["model.variant=encoder", "model.init_from=runs:/0123456789abcdef0123456789abcdef"]
+    ).model.init_from
     for pretraining, fine_tuning in [
         ("configs/pretrain.yaml", "configs/variants/encoder.yaml"),
         ("configs/pretrain-smoke.yaml", "configs/smoke.yaml"),

@@ -31,8 +31,8 @@ def err_lines(result) -> list[str]:
 
 def table_rows(result) -> list[list[str]]:
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["label", "P(positive)", "source"]
-    return [line.split(maxsplit=2) for line in lines[1:]]
+    assert lines[0].split() == ["label", "P(positive)", "known", "source"]
+    return [line.split(maxsplit=3) for line in lines[1:]]
 
 
 def one_error_line(result, *fragments: str) -> str:

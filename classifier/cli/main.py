@@ -199,7 +199,7 @@ def predict(
 
 @cli.command()
 @click.argument("file")
-@model_option
+@model_option(bundle=False)
 @click.option(
     "-o",
     "--output",

@@ -15,7 +15,10 @@ of ``weights[q, k]``: it sums to 1 over the review's tokens.
 
 A linear model (``bow``, ``explains="contributions"``) is its own explanation: each word is
 shaded by its contribution to the log-odds of ``positive`` (:func:`word_contributions`),
-signed, from red (towards negative) to blue (towards positive).
+signed, from red (towards negative) to blue (towards positive). Attention has no sign (a
+strongly attended word may push either way), so an attention model's words are shaded the same
+way by their occlusion (:func:`word_occlusion`: the log-odds with the word minus without it),
+and the attention they receive is a second panel.
 
 Example (a trained model; ``classify explain`` does this)::
 
@@ -115,12 +118,12 @@ def explain_text(
     if variant is not None and variant.explains == "contributions":
         probability, shares = word_contributions(classifier, token_ids[:count])
         layer, heads = variant.explained_as, 0
-    else:
+    else:  # attention has no sign: the occlusion of each word says which way it pushes
         explainer, layer = attention_model(classifier)
-        probabilities, weights = explainer(token_ids[None, :count], training=False)
+        _, weights = explainer(token_ids[None, :count], training=False)
         weights = keras.ops.convert_to_numpy(weights)[0]
-        probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
-        shares, heads = attention_received(weights, np.ones(count, dtype=bool)), weights.shape[0]
+        received, heads = attention_received(weights, np.ones(count, dtype=bool)), weights.shape[0]
+        probability, shares = word_occlusion(classifier, token_ids[:count])
 
     words = [
         word.decode("utf-8", errors="replace")
@@ -142,8 +145,37 @@ def explain_text(
         heads=int(heads),
         dropped_words=max(0, len(words) - count),
         truncate=vectorizer.truncate,
-        signed=heads == 0,
+        signed=True,
+        weights=None if heads == 0 else received,
     )
+
+
+def word_occlusion(
+    classifier: keras.Model, token_ids: np.ndarray, batch_size: int = 64
+) -> tuple[float, np.ndarray]:
+    """P(positive) of one review's ids (no padding), and per word how far it moves the log-odds
+    of positive: the log-odds of the review minus that of the review without the word (the
+    words after it move up one place). Positive: the word pushes towards positive.
+
+    Example (a trained classifier)::
+
+        probability, moves = word_occlusion(classifier, np.array([12, 845, 7]))
+    """
+    ids = np.asarray(token_ids, dtype=np.int64)
+    n = len(ids)
+    without = np.zeros((n, max(n - 1, 1)), dtype=np.int64)  # a one-word review: empty (padding)
+    for i in range(n):
+        without[i, : n - 1] = np.delete(ids, i)
+    rows = np.concatenate([ids[None, :], np.pad(without, ((0, 0), (0, n - without.shape[1])))])
+    probabilities = np.concatenate(
+        [
+            keras.ops.convert_to_numpy(classifier(rows[i : i + batch_size], training=False))
+            for i in range(0, len(rows), batch_size)
+        ]
+    ).astype(np.float64)
+    probabilities = np.clip(probabilities, 1e-12, 1.0)
+    log_odds = np.log(probabilities[:, 1]) - np.log(probabilities[:, 0])
+    return float(probabilities[0, 1]), log_odds[0] - log_odds[1:]
 
 
 def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[float, np.ndarray]:
@@ -285,6 +317,12 @@ def summary(written: Path, explanation: Explanation) -> str:
     return (
         f"{written}: {explanation.label} (P(positive) {explanation.probability:.4f}), "
         f"{len(explanation.tokens)} tokens, "
-        + ("word contributions in " if explanation.signed else "attention of ")
+        + (
+            "word occlusion, and attention of "
+            if explanation.weights is not None
+            else "word contributions in "
+            if explanation.signed
+            else "attention of "
+        )
         + explanation.layer
     )

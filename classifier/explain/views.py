@@ -37,7 +37,10 @@ class Explanation:
         heads: number of heads averaged.
         dropped_words: words beyond the model's ``sequence_length`` that it never saw.
         truncate: which end of a long review the model keeps (``tail`` or ``head``).
-        signed: ``attention`` holds signed contributions (a linear model), not shares.
+        signed: ``attention`` holds signed numbers (a linear model's contributions, or the
+            occlusion of an attention model's words), not shares.
+        weights: (n,) the attention each token receives, shown as a second panel beside the
+            signed occlusion of an attention model; None for a linear model.
     """
 
     source: str
@@ -51,6 +54,7 @@ class Explanation:
     dropped_words: int
     truncate: str
     signed: bool = False
+    weights: np.ndarray | None = None
 
 
 def caption(explanation: Explanation) -> str:
@@ -62,6 +66,13 @@ def caption(explanation: Explanation) -> str:
         if explanation.dropped_words
         else ""
     )
+    if explanation.weights is not None:
+        return (
+            f"{explanation.source}: {n} tokens{dropped}. Colour: how far each word moves the "
+            "log-odds of positive: the model's log-odds with the word minus without it "
+            "(occlusion), blue towards positive, red towards negative. Italic: not in the "
+            "vocabulary."
+        )
     if explanation.signed:
         return (
             f"{explanation.source}: {n} tokens{dropped}. Colour: each word's contribution to the "
@@ -101,7 +112,29 @@ def figure_arguments(explanation: Explanation) -> dict:
         "caption": caption(explanation),
         "top_words": top_words(explanation),
         "signed": explanation.signed,
+        "second": explanation.weights,
+        "second_caption": weights_caption(explanation) if explanation.weights is not None else "",
     }
+
+
+def weights_caption(explanation: Explanation) -> str:
+    """The caption of the attention panel beside an occlusion: what attention weights are."""
+    heads = f"{explanation.heads} head{'s' if explanation.heads != 1 else ''}"
+    return (
+        f"Attention each token receives in {explanation.layer} (mean over {heads} and all "
+        "query positions): where the model looks, not which way a word pushes."
+    )
+
+
+def _css_rgb(rgba) -> str:
+    """``rgb(r,g,b)`` of a matplotlib RGBA colour.
+
+    Example:
+        >>> _css_rgb((1.0, 0.5, 0.0, 1.0))
+        'rgb(255,128,0)'
+    """
+    red, green, blue = (int(round(255 * c)) for c in rgba[:3])
+    return f"rgb({red},{green},{blue})"
 
 
 def write_html(path: str | Path, explanation: Explanation) -> Path:
@@ -115,22 +148,38 @@ def write_html(path: str | Path, explanation: Explanation) -> Path:
     for token, known, rgba, share in zip(
         explanation.tokens, explanation.in_vocabulary, colours, explanation.attention, strict=True
     ):
-        red, green, blue = (int(round(255 * c)) for c in rgba[:3])
         ink = "#fff" if abs(share) / max(top, 1e-12) > 0.65 else "#000"
-        style = f"background:rgb({red},{green},{blue});color:{ink}"
+        style = f"background:{_css_rgb(rgba)};color:{ink}"
         if not known:
             style += ";font-style:italic"
         spans.append(
             f'<span class="t" style="{style}" title="{share:.4f}">{html.escape(token)}</span>'
         )
+    second = ""
+    if explanation.weights is not None:
+        weights = explanation.weights
+        strongest = float(weights.max()) if weights.size else 1.0
+        shaded = plots.token_colours(weights, strongest)
+        second_spans = [
+            f'<span class="t" style="background:{_css_rgb(rgba)};color:'
+            f'{"#fff" if share / max(strongest, 1e-12) > 0.65 else "#000"}" '
+            f'title="{share:.4f}">{html.escape(token)}</span>'
+            for token, rgba, share in zip(explanation.tokens, shaded, weights, strict=True)
+        ]
+        second = (
+            f'<h2>Attention</h2>\n<p class="caption">{html.escape(weights_caption(explanation))}'
+            f'<br>least <span class="legend attention"></span> most attention</p>\n'
+            f"<p>{' '.join(second_spans)}</p>\n"
+        )
     ranked = top_words(explanation)
     widest = max((abs(share) for _, share, _ in ranked), default=1.0)
+    # the bars take the colour the PNG gives them: the token's own shade
+    bar_colours = plots.token_colours([share for _, share, _ in ranked], top, signed)
     rows = "\n".join(
         f"<tr><td>{html.escape(word)}</td><td>{times}</td><td>{share:.4f}</td>"
         f'<td><div class="bar" style="width:{300 * abs(share) / max(widest, 1e-12):.0f}px;'
-        f'background:{"#2166ac" if share >= 0 or not signed else "#b2182b"}"></div>'
-        "</td></tr>"
-        for word, share, times in ranked
+        f'background:{_css_rgb(rgba)}"></div></td></tr>'
+        for (word, share, times), rgba in zip(ranked, bar_colours, strict=True)
     )
     if signed:
         legend = ("rgb(103,0,31), rgb(247,247,247), rgb(5,48,97)", "negative", "positive")
@@ -152,13 +201,14 @@ table {{ border-collapse: collapse; line-height: 1.4; font-size: 0.9rem; }}
 td, th {{ padding: 0.1rem 0.6rem; text-align: left; }}
 .legend {{ display: inline-block; width: 12rem; height: 0.8rem; vertical-align: middle;
   background: linear-gradient(to right, {legend[0]}); }}
+.legend.attention {{ background: linear-gradient(to right, rgb(254,237,222), rgb(127,39,4)); }}
 </style></head><body>
 <h1>Predicted: {explanation.label}</h1>
 <p>P(positive) = {explanation.probability:.3f}</p>
 <p class="caption">{html.escape(caption(explanation))}<br>
 {legend[1]} <span class="legend"></span> {legend[2]} (hover a word for its number)</p>
 <p>{" ".join(spans)}</p>
-<h2>{heading}</h2>
+{second}<h2>{heading}</h2>
 <table><tr><th>word</th><th>times</th><th>{column}</th><th></th></tr>
 {rows}
 </table>

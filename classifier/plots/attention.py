@@ -13,6 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from classifier.plots.canvas import save
+from classifier.plots.glyphs import PLACEHOLDER, drawable, font_families
 
 LABEL_COLOURS = {"positive": "#1a7f37", "negative": "#b42318"}
 COLOUR_MAP = "Oranges"  # of the token shading in explain's figures
@@ -138,9 +139,12 @@ def plot_token_attention(
     top_words: Sequence[tuple[str, float, int]],
     width: float = 11.0,
     signed: bool = False,
+    second: np.ndarray | None = None,
+    second_caption: str = "",
 ) -> Path:
     """Write a PNG: the predicted label, the review's tokens shaded by the attention they
-    receive, a colour bar, and the most attended words as bars.
+    receive (or a signed measure), a colour bar, optionally the tokens again shaded by a second
+    measure (an attention model's weights beside its occlusion), and the top words as bars.
 
     Args:
         path: PNG file to write (parents are created).
@@ -152,6 +156,7 @@ def plot_token_attention(
         width: figure width in inches; the height follows the length of the review.
         signed: ``shares`` are signed contributions to the log-odds of positive (``bow``),
             shaded red to blue, and ``top_words`` ranks them by size.
+        second: (n,) attention shares drawn as a second panel, under ``second_caption``.
 
     Returns:
         The path written.
@@ -165,8 +170,21 @@ def plot_token_attention(
     from matplotlib.colors import Normalize
     from matplotlib.font_manager import FontProperties
 
+    # Characters no font here has: a placeholder, and the caption says how many (no warnings).
+    drawn = [drawable(token) for token in tokens]
+    tokens = [token for token, _ in drawn]
+    top_words = [(drawable(word)[0], share, times) for word, share, times in top_words]
+    missing = sum(count for _, count in drawn)
+    caption = drawable(caption)[0]
+    if missing:
+        caption += (
+            f" {missing} character{'s' if missing > 1 else ''} that no font here can draw "
+            f"{'are' if missing > 1 else 'is'} shown as {PLACEHOLDER}."
+        )
     dpi, size = 100, 11.0
-    regular, italic = FontProperties(size=size), FontProperties(size=size, style="italic")
+    family = list(font_families())
+    regular = FontProperties(family=family, size=size)
+    italic = FontProperties(family=family, size=size, style="italic")
     renderer = FigureCanvasAgg(Figure(dpi=dpi)).get_renderer()
     margin, pad, space, line = 0.45 * 72, 2.0, 0.42 * size, 1.95 * size  # points
     usable = width * 72 - 2 * margin
@@ -186,7 +204,13 @@ def plot_token_attention(
     header = 56.0 + 11.0 * (caption.count("\n") + 1)  # points, from the top down
     text_height = (row + 1) * line + 8
     colourbar_top = header + text_height + 6
-    chart_top = colourbar_top + 12 + 56  # the colour bar, its ticks and label, the chart title
+    panel_end = colourbar_top + 12 + 40  # the colour bar, its ticks and label
+    if second is not None:
+        second_caption = textwrap.fill(drawable(second_caption)[0], 150)
+        second_header = panel_end + 11.0 * (second_caption.count("\n") + 1) + 8
+        second_colourbar_top = second_header + text_height + 6
+        panel_end = second_colourbar_top + 12 + 40
+    chart_top = panel_end + 16  # the chart title
     chart_height = 20.0 * len(top_words)
     height = chart_top + chart_height + 46  # the chart's ticks and label
     figure = Figure(figsize=(width, height / 72), dpi=dpi)
@@ -222,38 +246,57 @@ def plot_token_attention(
     )
     magnitudes = np.abs(shares) if signed else np.asarray(shares)
     top_share = float(np.max(magnitudes)) if len(shares) else 1.0
-    colours = token_colours(shares, top_share, signed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for (px, prow), token, known, rgba, share in zip(
+    left = margin / (width * 72)
+
+    def panel(values, top, signed, text_top, bar_top) -> None:
+        """The tokens shaded by ``values``, then the colour bar under them."""
+        sizes = np.abs(values) if signed else np.asarray(values)
+        for (px, prow), token, known, rgba, size_ in zip(
             places,
             tokens,
             in_vocabulary,
-            colours,
-            magnitudes / max(top_share, 1e-12),
+            token_colours(values, top, signed),
+            sizes / max(top, 1e-12),
             strict=True,
         ):
             figure.text(
                 (margin + px) / (width * 72),
-                fy(header + (prow + 0.75) * line),
+                fy(text_top + (prow + 0.75) * line),
                 token,
                 fontproperties=regular if known else italic,
-                color="white" if share > 0.65 else "black",
+                color="white" if size_ > 0.65 else "black",
                 bbox={"boxstyle": "round,pad=0.18", "facecolor": rgba, "edgecolor": "none"},
                 parse_math=False,
             )
+        cax = figure.add_axes((left, fy(bar_top + 12), 0.35, 12 / height))
+        if signed:
+            mappable = ScalarMappable(Normalize(-top, top), SIGNED_COLOUR_MAP)
+            label = "contribution to the log-odds of positive"
+        else:
+            mappable = ScalarMappable(Normalize(0, top), COLOUR_MAP)
+            label = "share of the attention the token receives"
+        figure.colorbar(mappable, cax=cax, orientation="horizontal")
+        cax.set_xlabel(label, fontsize=8.5)
+        cax.tick_params(labelsize=8)
 
-    left = margin / (width * 72)
-    cax = figure.add_axes((left, fy(colourbar_top + 12), 0.35, 12 / height))
-    if signed:
-        mappable = ScalarMappable(Normalize(-top_share, top_share), SIGNED_COLOUR_MAP)
-        measure = "contribution to the log-odds of positive"
-    else:
-        mappable = ScalarMappable(Normalize(0, top_share), COLOUR_MAP)
-        measure = "share of the attention the token receives"
-    figure.colorbar(mappable, cax=cax, orientation="horizontal")
-    cax.set_xlabel(measure, fontsize=8.5)
-    cax.tick_params(labelsize=8)
+    panel(shares, top_share, signed, header, colourbar_top)
+    measure = (
+        "contribution to the log-odds of positive"
+        if signed
+        else "share of the attention the token receives"
+    )
+    if second is not None:
+        figure.text(
+            left,
+            fy(second_header - 11.0 * (second_caption.count("\n") + 1)),
+            second_caption,
+            fontsize=8.5,
+            color="#444444",
+            va="top",
+            parse_math=False,
+        )
+        strongest = float(np.max(second)) if len(second) else 1.0
+        panel(second, strongest, False, second_header, second_colourbar_top)
 
     axes = figure.add_axes((left + 0.12, fy(chart_top + chart_height), 0.55, chart_height / height))
     labels = [f"{word} (x{times})" if times > 1 else word for word, _, times in top_words]

@@ -72,6 +72,13 @@ class Heartbeat:
                 continue
 
 
+def drop_heartbeat(run_id: str) -> None:
+    """Remove the ``heartbeat`` tag of a run that has ended (a record, not a live lease); a
+    store that cannot be reached keeps it, which only makes the run look older."""
+    with contextlib.suppress(Exception):  # already gone, or the store is away: nothing to undo
+        MlflowClient().delete_tag(run_id, HEARTBEAT_TAG)
+
+
 def claimant_stamp() -> str:
     """``"<host> <pid>"``: the value of a new sweep child's ``claimant`` tag (this process)."""
     return f"{socket.gethostname()} {os.getpid()}"

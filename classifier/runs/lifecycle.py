@@ -37,7 +37,7 @@ import yaml
 
 from classifier.config.schema import Config
 from classifier.data.source import data_source
-from classifier.runs.leases import Heartbeat, claimed
+from classifier.runs.leases import Heartbeat, claimed, drop_heartbeat
 from classifier.runs.precision import training_device
 from classifier.runs.resume import (
     PROGRESS_FILE,
@@ -125,25 +125,30 @@ def tracked_run(
     """Start the run (``resume`` or ``run_id`` reopen one; inside an active run it is a child)
     with its heartbeat and yield its id. A new run calls ``log_inputs``; a resumed one logs the
     metrics of checkpointed epochs that the store lacks. A stop signal inside marks the run
-    KILLED and raises ``interrupted(run_id, progress.epoch)``."""
+    KILLED and raises ``interrupted(run_id, progress.epoch)``. Once the run has ended its
+    ``heartbeat`` tag is removed (a SIGKILLed process leaves it, stale, as its trace)."""
     ensure_experiment(experiment)
     nested = mlflow.active_run() is not None
     existing = resume or run_id
     new_run = {} if existing else {"run_name": run_name, "tags": tags}
-    with (
-        mlflow.start_run(run_id=existing, nested=nested, **new_run) as run,
-        Heartbeat(run.info.run_id),
-    ):
-        run_id = run.info.run_id
-        try:
-            if resume:
-                log_missing_metrics(run_id, progress.history)
-            else:
-                log_inputs()
-            yield run_id
-        except KeyboardInterrupt:
-            mlflow.end_run(status="KILLED")
-            raise interrupted(run_id, progress.epoch) from None
+    try:
+        with (
+            mlflow.start_run(run_id=existing, nested=nested, **new_run) as run,
+            Heartbeat(run.info.run_id),
+        ):
+            run_id = run.info.run_id
+            try:
+                if resume:
+                    log_missing_metrics(run_id, progress.history)
+                else:
+                    log_inputs()
+                yield run_id
+            except KeyboardInterrupt:
+                mlflow.end_run(status="KILLED")
+                raise interrupted(run_id, progress.epoch) from None
+    finally:  # the run has ended (FINISHED, FAILED, KILLED): its heartbeat is no lease now
+        if run_id:
+            drop_heartbeat(run_id)
 
 
 def log_run_inputs(

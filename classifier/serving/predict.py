@@ -22,11 +22,15 @@ import json
 import math
 import os
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import numpy as np
+
 from classifier.config.schema import LABELS
+from classifier.data.tokenizer import OOV_ID, Tokenizer
 from classifier.serving.reviews import Reporter, Review, read_reviews, review_byte_limit
 
 FORMATS = ("table", "json", "csv")
@@ -38,6 +42,12 @@ FIRST_CHUNK = 256
 MAX_CHUNK = 4096
 MAX_CHUNK_CHARS = 16 * 1024 * 1024
 DEFAULT_THRESHOLD = 0.5
+#: A review of which the vocabulary knows fewer words than this, or a smaller share of its
+#: words, is labelled ``unknown``: the model has too little of it to judge, and its answer would
+#: be close to its answer for an empty review (``Meh.``, a sentence in another language, ``the``).
+MIN_KNOWN_WORDS = 2
+MIN_KNOWN_SHARE = 0.5
+UNKNOWN = "unknown"
 
 
 def predict_texts(model, texts: list[str], batch_size: int = DEFAULT_BATCH_SIZE) -> list[float]:
@@ -57,11 +67,46 @@ def predict_texts(model, texts: list[str], batch_size: int = DEFAULT_BATCH_SIZE)
 
 @dataclass(frozen=True)
 class Prediction:
-    """The predicted label of one review and its probability of ``positive``."""
+    """The predicted label of one review, its probability of ``positive``, and the share of the
+    words the model read that its vocabulary knows."""
 
     source: str
     label: str
     positive_probability: float
+    known_share: float = 1.0
+
+
+def judge(probability: float, known: int, words: int, threshold: float = DEFAULT_THRESHOLD) -> str:
+    """The label of a review: ``unknown`` when the vocabulary knows too few of its ``words``
+    (see :data:`MIN_KNOWN_WORDS`), else ``positive`` when ``probability >= threshold``.
+
+    Example:
+        >>> judge(0.93, known=5, words=5), judge(0.91, known=1, words=1), judge(0.2, 3, 10)
+        ('positive', 'unknown', 'unknown')
+    """
+    if known < MIN_KNOWN_WORDS or known < MIN_KNOWN_SHARE * words:
+        return UNKNOWN
+    return LABELS[1] if probability >= threshold else LABELS[0]
+
+
+def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(known, words)`` per text: how many of the words the model reads (after truncation)
+    its vocabulary knows, and how many it reads. Uses the pure-Python tokenizer, which gives the
+    model's own token ids (a bundle's, or one made from a Keras model's vocabulary)."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None:
+        tokenizer = _TOKENIZERS.get(model)
+        if tokenizer is None:
+            vectorizer = _vectorizer(model)
+            tokenizer = Tokenizer(
+                vectorizer.get_vocabulary(), vectorizer.sequence_length, vectorizer.truncate
+            )
+            _TOKENIZERS[model] = tokenizer
+    ids = tokenizer.encode(texts)
+    return np.count_nonzero(ids > OOV_ID, axis=1), np.count_nonzero(ids, axis=1)
+
+
+_TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Keras model: tokenizer
 
 
 # --- classifying and printing ----------------------------------------------------------------
@@ -77,13 +122,16 @@ def classify(
 
     Reviews are read and predicted a chunk at a time (:data:`FIRST_CHUNK`, then twice as many
     up to :data:`MAX_CHUNK`), so results stream out while memory stays bounded. A review is
-    ``positive`` when its probability of positive is at least ``threshold``.
+    ``positive`` when its probability of positive is at least ``threshold``, ``unknown`` when
+    the vocabulary knows too few of its words (:func:`judge`).
     """
     for chunk in _chunks(iter(reviews), max(FIRST_CHUNK, batch_size)):
-        probabilities = predict_texts(model, [review.text for review in chunk], batch_size)
-        for review, probability in zip(chunk, probabilities, strict=True):
-            label = LABELS[1] if probability >= threshold else LABELS[0]
-            yield Prediction(review.source, label, probability)
+        texts = [review.text for review in chunk]
+        probabilities = predict_texts(model, texts, batch_size)
+        known, words = word_counts(model, texts)
+        for review, probability, k, n in zip(chunk, probabilities, known, words, strict=True):
+            label = judge(probability, int(k), int(n), threshold)
+            yield Prediction(review.source, label, probability, float(k) / max(int(n), 1))
 
 
 def _chunks(reviews: Iterator[Review], size: int) -> Iterator[list[Review]]:
@@ -106,45 +154,69 @@ def _chunks(reviews: Iterator[Review], size: int) -> Iterator[list[Review]]:
 def format_predictions(predictions: Iterable[Prediction], output_format: str) -> Iterator[str]:
     """Output lines (without newlines) of ``table``, ``json`` (an array) or ``csv``, streamed.
 
-    The table puts the source last so that its columns stay aligned while rows stream out.
+    The table puts the source last so that its columns stay aligned while rows stream out, and
+    shows probabilities to 4 decimals (``>0.9999`` and ``<0.0001`` past them); JSON and CSV give
+    6 decimals, the share of known words 4, always (``null``/empty for a NaN probability).
     """
     if output_format == "table":
         for index, p in enumerate(predictions):
             if index == 0:
-                yield f"{'label':<8}  {'P(positive)':>11}  source"
-            yield f"{p.label:<8}  {p.positive_probability:>11.4f}  {p.source}"
+                yield f"{'label':<8}  {'P(positive)':>11}  {'known':>5}  source"
+            known = f"{p.known_share:.0%}"
+            yield f"{p.label:<8}  {shown_probability(p.positive_probability):>11}  {known:>5}  {p.source}"
     elif output_format == "json":
         yield "["
         previous = None
         for p in predictions:
             if previous is not None:
                 yield previous + ","
-            previous = "  " + json.dumps(
-                {
-                    "source": p.source,
-                    "label": p.label,
-                    # NaN (a diverged model saved before such runs failed) is not JSON: null.
-                    "positive_probability": round(p.positive_probability, 6)
-                    if math.isfinite(p.positive_probability)
-                    else None,
-                },
-                ensure_ascii=False,
-                allow_nan=False,
+            # Numbers written with fixed decimals (json.dumps would give 1.0 and 1.5e-05).
+            fields = (
+                f'"source": {json.dumps(p.source, ensure_ascii=False)}',
+                f'"label": "{p.label}"',
+                f'"positive_probability": {_fixed(p.positive_probability, 6) or "null"}',
+                f'"known_share": {_fixed(p.known_share, 4)}',
             )
+            previous = "  {" + ", ".join(fields) + "}"
         if previous is not None:
             yield previous
         yield "]"
     elif output_format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        rows = ((p.source, p.label, f"{p.positive_probability:.6f}") for p in predictions)
-        for row in itertools.chain([("source", "label", "positive_probability")], rows):
+        rows = (
+            (p.source, p.label, _fixed(p.positive_probability, 6), _fixed(p.known_share, 4))
+            for p in predictions
+        )
+        header = ("source", "label", "positive_probability", "known_share")
+        for row in itertools.chain([header], rows):
             writer.writerow(row)
             yield buffer.getvalue().removesuffix("\n")
             buffer.seek(0)
             buffer.truncate()
     else:
         raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
+
+
+def shown_probability(probability: float) -> str:
+    """A probability as the table shows it: 4 decimals, ``>0.9999`` and ``<0.0001`` beyond.
+
+    Example:
+        >>> shown_probability(0.97341), shown_probability(0.99999), shown_probability(1e-6)
+        ('0.9734', '>0.9999', '<0.0001')
+    """
+    if not math.isfinite(probability):
+        return "nan"
+    if probability >= 0.99995:
+        return ">0.9999"
+    if probability < 0.00005:
+        return "<0.0001"
+    return f"{probability:.4f}"
+
+
+def _fixed(number: float, decimals: int) -> str:
+    """``number`` with ``decimals`` decimals; '' for NaN (not JSON, not a probability)."""
+    return f"{number:.{decimals}f}" if math.isfinite(number) else ""
 
 
 def classify_files(

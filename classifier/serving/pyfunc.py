@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 import mlflow
+import numpy as np
 import pandas as pd
 
-from classifier.config.schema import LABELS
 from classifier.serving.litert_engine import load_bundle
-from classifier.serving.predict import predict_texts
+from classifier.serving.predict import judge, predict_texts, word_counts
 
 
 class SentimentModel(mlflow.pyfunc.PythonModel):
@@ -27,7 +27,8 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
     It runs the model's LiteRT bundle when it has one (no TensorFlow: ``mlflow models serve``
     starts faster), else the end-to-end ``.keras`` model. ``predict`` takes a list of review
     strings (or a one-column DataFrame) and returns a DataFrame with ``label``
-    ("negative"/"positive") and ``positive_probability``.
+    ("negative", "positive", or "unknown" when the vocabulary knows too few of its words),
+    ``positive_probability`` and ``known_share``.
     """
 
     def load_context(self, context) -> None:
@@ -48,9 +49,11 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         # plain list of strings; the type hint tells MLflow not to infer another signature.
         texts = model_input.iloc[:, 0].astype(str).tolist()
         probabilities = predict_texts(self._model, texts)
+        known, words = word_counts(self._model, texts)
         return pd.DataFrame(
             {
-                "label": [LABELS[1] if p >= 0.5 else LABELS[0] for p in probabilities],
+                "label": [judge(*row) for row in zip(probabilities, known, words, strict=True)],
                 "positive_probability": probabilities,
+                "known_share": (known / np.maximum(words, 1)).astype(float),
             }
         )

@@ -217,7 +217,13 @@ def log_pyfunc_model(
 
     signature = ModelSignature(
         inputs=Schema([ColSpec("string")]),  # a list of review strings
-        outputs=Schema([ColSpec("string", "label"), ColSpec("double", "positive_probability")]),
+        outputs=Schema(
+            [
+                ColSpec("string", "label"),
+                ColSpec("double", "positive_probability"),
+                ColSpec("double", "known_share"),
+            ]
+        ),
     )
     # MLflow prints 'Registered model ... Created version ...' itself; the caller reports it.
     disable_logging()

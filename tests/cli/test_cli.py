@@ -278,3 +278,10 @@ def test_tensorflow_logs_errors_only_when_verbose(monkeypatch):
     assert run("-v", "data", "--help").exit_code == 0
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
     assert os.environ["CLASSIFY_VERBOSE"] == "1"
+
+
+def test_the_help_of_model_offers_a_bundle_only_where_one_can_serve():
+    # explain needs the Keras model (its attention); it refuses a bundle folder
+    explain, predict = run("explain", "--help").output, run("predict", "--help").output
+    assert "bundle" not in " ".join(explain.split())
+    assert "a run's LiteRT bundle folder" in " ".join(predict.split())

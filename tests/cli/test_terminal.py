@@ -99,7 +99,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
         cwd=ROOT,
     )
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.split() == ["label", "P(positive)", "source"]
+    assert done.stdout.split() == ["label", "P(positive)", "known", "source"]
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ def test_explain_writes_a_png(trained, reviews, tmp_path):
     data = target.read_bytes()
     assert data[:8] == PNG_MAGIC and len(data) > 10_000
     assert result.stdout.startswith(f"{target}: positive (P(positive) 0.")
-    assert "tokens, attention of encoder layer 1 of 1" in result.stdout
+    assert "tokens, word occlusion, and attention of encoder layer 1 of 1" in result.stdout
 
 
 def test_explain_writes_self_contained_html(trained, reviews, tmp_path):
@@ -103,20 +103,20 @@ def test_explained_attention_is_the_models_own(variant):
     assert explanation.probability == pytest.approx(predict_texts(model, [words])[0], abs=1e-5)
     reference = _reference_weights(model, words)
     np.testing.assert_allclose(
-        explanation.attention, attention_received(reference, np.ones(12, bool)), atol=1e-6
+        explanation.weights, attention_received(reference, np.ones(12, bool)), atol=1e-6
     )
     expected = "great film the plot was zyzzyva but dull and awful wonderful the film great"
     assert explanation.tokens == expected.split()[-12:]  # the tail, as the vectorizer keeps it
     assert explanation.dropped_words == 2
     assert explanation.in_vocabulary[explanation.tokens.index("zyzzyva")] is False
-    assert explanation.attention.shape == (12,)
-    assert explanation.attention.sum() == pytest.approx(1.0, abs=1e-5)
-    assert (explanation.attention >= 0).all()
+    assert explanation.weights.shape == explanation.attention.shape == (12,)
+    assert explanation.weights.sum() == pytest.approx(1.0, abs=1e-5)
+    assert (explanation.weights >= 0).all()
     assert explanation.heads == (1 if variant == "attention" else 2)
     short = explain_text(model, "great film")  # padded: padding gets no attention
-    assert short.tokens == ["great", "film"] and short.attention.sum() == pytest.approx(1.0)
+    assert short.tokens == ["great", "film"] and short.weights.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(
-        short.attention,
+        short.weights,
         attention_received(_reference_weights(model, "great film"), np.ones(2, bool)),
         atol=1e-6,
     )
@@ -132,3 +132,27 @@ def test_attention_received_by_hand():
     received = attention_received(weights, np.array([True, True, False]))
     # Mean over heads: [[.25, .75], [.75, .25]]; mean over the two real queries: [.5, .5].
     np.testing.assert_allclose(received, [0.5, 0.5, 0.0])
+
+
+def test_the_word_whose_removal_flips_the_label_weighs_most_towards_it(model):
+    # b2bae7f shaded an attention model's words by attention alone: no direction
+    candidates = [
+        "the movie was great but boring",
+        "a dull plot and a great actor",
+        "the film was wonderful and awful",
+        "it was boring great and moving",
+        "loved the scene hated the story",
+    ]
+    found = 0
+    for text in candidates:
+        explanation = explain_text(model, text)
+        words = text.split()
+        assert explanation.tokens == words and explanation.signed
+        towards = 1.0 if explanation.probability >= 0.5 else -1.0
+        without = [" ".join(words[:i] + words[i + 1 :]) for i in range(len(words))]
+        flips = [(p >= 0.5) != (towards > 0) for p in predict_texts(model, without)]
+        if any(flips):
+            found += 1
+            assert flips[int(np.argmax(towards * explanation.attention))], text
+        assert explanation.weights is not None and explanation.weights.sum() == pytest.approx(1)
+    assert found, "no candidate review flips when one word is removed"

@@ -32,6 +32,8 @@ from classifier.serving.registry import load_keras_model
 from classifier.serving.reviews import Review
 from tests.model_helpers import BIG, NEGATIVE, POSITIVE, err_lines, run, table_rows, untrained
 
+ROOT = Path(__file__).resolve().parents[2]
+
 # --- output formats --------------------------------------------------------------------------
 
 
@@ -39,11 +41,11 @@ def test_table_with_the_default_model(trained, reviews):
     result = run("predict", str(reviews["pos"]), str(reviews["neg"]))
     assert result.exit_code == 0, result.output
     rows = table_rows(result)
-    assert [(label, source) for label, _, source in rows] == [
-        ("positive", str(reviews["pos"])),
-        ("negative", str(reviews["neg"])),
+    assert [(label, known, source) for label, _, known, source in rows] == [
+        ("positive", "100%", str(reviews["pos"])),
+        ("negative", "91%", str(reviews["neg"])),  # 'i' is not in the fixture's vocabulary
     ]
-    assert float(rows[0][1]) > 0.5 > float(rows[1][1])
+    assert float(rows[0][1].lstrip("<>")) > 0.5 > float(rows[1][1].lstrip("<>"))  # <0.0001 too
     assert result.stderr == ""
 
 
@@ -56,7 +58,7 @@ def test_json_per_line_sources_and_probabilities(trained, model, reviews):
     assert [row["label"] for row in rows] == ["negative", "positive", "negative"]
     expected = predict_texts(model, [NEGATIVE, POSITIVE, NEGATIVE])
     assert [row["positive_probability"] for row in rows] == pytest.approx(expected, abs=1e-6)
-    assert set(rows[0]) == {"source", "label", "positive_probability"}
+    assert set(rows[0]) == {"source", "label", "positive_probability", "known_share"}
 
 
 def test_csv_and_stdin(trained, reviews):
@@ -376,3 +378,57 @@ def test_json_is_json_even_for_a_nan_probability():
     ]
     rows = json.loads("\n".join(predict_module.format_predictions(predictions, "json")))
     assert [row["positive_probability"] for row in rows] == [None, 0.75]
+
+
+@pytest.mark.parametrize(
+    "probability, known, words, label",
+    [
+        (0.91, 0, 3, "unknown"),  # no word known: the model's answer for an empty review
+        (0.91, 1, 1, "unknown"),  # 'the'
+        (0.36, 1, 8, "unknown"),  # a German sentence with one known word
+        (0.36, 3, 8, "unknown"),  # under half of its words
+        (0.99, 2, 2, "positive"),  # 'Loved it.'
+        (0.36, 4, 8, "negative"),
+    ],
+)
+def test_a_review_the_vocabulary_barely_knows_is_unknown(probability, known, words, label):
+    assert predict_module.judge(probability, known, words) == label
+
+
+def test_every_format_says_unknown_and_the_share_of_known_words():
+    predictions = [
+        predict_module.Prediction("a", "unknown", 0.0255, 0.0),
+        predict_module.Prediction("b", "positive", 0.999999, 1.0),
+        predict_module.Prediction("c", "negative", 1.5e-05, 0.875),
+    ]
+    table = list(predict_module.format_predictions(predictions, "table"))
+    assert table == [
+        "label     P(positive)  known  source",
+        "unknown        0.0255     0%  a",
+        "positive      >0.9999   100%  b",
+        "negative      <0.0001    88%  c",
+    ]
+    assert list(predict_module.format_predictions(predictions, "json")) == [
+        "[",
+        '  {"source": "a", "label": "unknown", "positive_probability": 0.025500, "known_share": 0.0000},',
+        '  {"source": "b", "label": "positive", "positive_probability": 0.999999, "known_share": 1.0000},',
+        '  {"source": "c", "label": "negative", "positive_probability": 0.000015, "known_share": 0.8750}',
+        "]",
+    ]
+    assert list(predict_module.format_predictions(predictions, "csv")) == [
+        "source,label,positive_probability,known_share",
+        "a,unknown,0.025500,0.0000",
+        "b,positive,0.999999,1.0000",
+        "c,negative,0.000015,0.8750",
+    ]
+
+
+def test_words_the_model_does_not_know_are_counted_as_it_reads_them():
+    from classifier.serving.litert_engine import load_bundle
+
+    bundle = load_bundle(ROOT / "tests" / "serving" / "data" / "before_the_move" / "bundle")
+    vocabulary = set(bundle.tokenizer.vocabulary)
+    known_word = next(w for w in ("film", "movie", "the", "great") if w in vocabulary)
+    texts = ["Meh.", f"{known_word} zzqx", f"{known_word} {known_word}"]
+    known, words = predict_module.word_counts(bundle, texts)
+    assert known.tolist() == [0, 1, 2] and words.tolist() == [1, 2, 2]

@@ -310,3 +310,14 @@ def test_each_checkpoint_logs_its_progress_last(store, fixture_data_dir, monkeyp
     per_epoch = "".join(logged).split("progress.json")
     assert logged.count("progress.json") == 2 and per_epoch[-1] == ""  # each epoch ends with it
     assert {"last.keras", "vocabulary.txt", "best.weights.h5"} <= set(logged)
+
+
+def test_an_ended_run_keeps_no_heartbeat_tag(store, fixture_data_dir):
+    # b2bae7f: every finished run kept its 'heartbeat' tag, a lease that meant nothing any more
+    from classifier.config.schema import load_config
+
+    cfg = load_config(None, overrides(fixture_data_dir, epochs=1, batch_size=16))
+    result = train(cfg, echo=lambda line: None)
+    run = MlflowClient().get_run(result.run_id)
+    assert run.info.status == "FINISHED"
+    assert HEARTBEAT_TAG not in run.data.tags

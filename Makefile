@@ -6,7 +6,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-CONFIG ?= configs/default.yaml
+CONFIG ?= configs/train.yaml
 
 # Use the prepared IMDB copy beside the checkout when there is one (no download needed).
 ifneq ($(wildcard ../shared/tensorflow_datasets),)
@@ -40,7 +40,7 @@ install-gpu: $(STAMP) ## Swap in GPU TensorFlow (Linux + NVIDIA driver); trainin
 	touch $(GPU_STAMP)
 	@$(BIN)/python -c "import tensorflow as tf; n = len(tf.config.list_physical_devices('GPU')); print(f'TensorFlow {tf.__version__} sees {n} GPU(s)')"
 
-train: $(STAMP) ## Train the default model on the full IMDB data (CONFIG=configs/default.yaml)
+train: $(STAMP) ## Train the best model by validation on the full IMDB data (CONFIG=configs/train.yaml: nbow)
 	$(BIN)/classify train --config $(CONFIG)
 
 PRETRAIN_CONFIG ?= configs/pretrain.yaml

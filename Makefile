@@ -26,8 +26,8 @@ SWAP_GPU = $(BIN)/pip uninstall --quiet -y tensorflow-cpu && $(BIN)/pip install 
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --quiet --upgrade pip  # -qq: errors only (no build-backend or index notes)
+	$(BIN)/pip install --quiet --quiet -e '.[dev]'
 	if [ -f $(GPU_STAMP) ]; then $(SWAP_GPU); fi
 	touch $(STAMP)
 

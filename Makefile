@@ -13,7 +13,7 @@ ifneq ($(wildcard ../shared/tensorflow_datasets),)
 export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
 endif
 
-.PHONY: help install install-gpu train pretrain test lint format sweep ui predict bench clean
+.PHONY: help install install-gpu train pretrain test lint format sweep server server-stop ui predict bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -65,8 +65,15 @@ format: $(STAMP) ## Format the code with ruff
 SPEC ?= configs/sweeps/variants.yaml
 PORT ?= 5000
 
-sweep: $(STAMP) ## Train every variant x 3 seeds on the full data (SPEC=configs/sweeps/quick.yaml: quick)
-	$(BIN)/classify sweep $(SPEC)
+# STORAGE: the Optuna storage that workers on several machines share (make server prints it).
+sweep: $(STAMP) ## Work on a sweep until no point is left (SPEC=configs/sweeps/quick.yaml, STORAGE=postgresql://...)
+	$(BIN)/classify sweep $(SPEC) $(if $(STORAGE),--storage '$(STORAGE)')
+
+server: $(STAMP) ## Start PostgreSQL and an MLflow server on it (127.0.0.1) for sweeps on many machines
+	PORT=$(PORT) scripts/server.sh start
+
+server-stop: ## Stop what make server started
+	scripts/server.sh stop
 
 ui: $(STAMP) ## Start the MLflow UI on mlflow.db, bound to 127.0.0.1 (PORT=5000)
 	@echo "MLflow UI: http://127.0.0.1:$(PORT)  (store: $(abspath mlflow.db); Ctrl-C stops it)"

@@ -17,6 +17,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     PROBABILITY,
     RUN_ID,
     ClassifyGroup,
+    FiniteRange,
     checked,
     config_options,
     exit_130_when_interrupted,
@@ -260,34 +261,85 @@ def explain(
     is_flag=True,
     help="List the numbered points (label, overrides, config hash) and exit; nothing is logged.",
 )
-def sweep(spec_path: str, dry_run: bool) -> None:
+@click.option(
+    "--storage",
+    metavar="URL",
+    callback=checked,
+    help="The Optuna storage the workers share: postgresql://USER@HOST:PORT/DATABASE (make "
+    "server prints one) or sqlite:///PATH [default: sweeps.db beside mlflow.db].",
+)
+@click.option(
+    "--status",
+    "show_status",
+    is_flag=True,
+    help="Print the points waiting, running (on which worker), finished and failed, and exit.",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(0, 100),
+    default=2,
+    show_default=True,
+    help="How often a point that fails by itself (a diverging run) is tried again.",
+)
+@click.option(
+    "--grace",
+    type=FiniteRange(3.0, 3600.0),
+    default=75.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds without a heartbeat after which a worker's point goes to another worker.",
+)
+def sweep(
+    spec_path: str,
+    dry_run: bool,
+    storage: str | None,
+    show_status: bool,
+    retries: int,
+    grace: float,
+) -> None:
     """Train every point of a sweep spec as nested MLflow runs under one parent run.
 
-    SPEC is a YAML file naming a base config, overrides, points and a grid (see
-    configs/sweeps/). The parent run gets the comparison table (CSV, Markdown), a test-accuracy
-    bar chart and a validation-accuracy chart. Running the same spec again skips finished
-    points and resumes interrupted ones; Ctrl-C marks the sweep KILLED (exit code 130).
+    SPEC is a YAML file naming a base config, overrides, and points and a grid, or a search
+    (see configs/sweeps/). The command launches the sweep if it is not launched yet, then works
+    on it until no point is left; the same command on several machines (with one --storage and
+    MLFLOW_TRACKING_URI on one MLflow server) makes them workers of one sweep. A worker that
+    dies hands its point to another one; Ctrl-C hands it back (exit code 130); running the
+    command again continues. The parent run gets the comparison table (CSV, Markdown), a
+    test-accuracy bar chart and a validation-accuracy chart.
 
     \b
     Examples:
       classify sweep configs/sweeps/variants.yaml --dry-run
       classify sweep configs/sweeps/quick.yaml
+      classify sweep configs/sweeps/quick.yaml --status
+      classify sweep configs/sweeps/search.yaml --storage postgresql://optuna@127.0.0.1:5433/optuna
     """
+    from classifier.config.uris import sweep_storage_url
     from classifier.sweeps import spec as sweep_spec
+    from classifier.sweeps.listing import describe_points
 
     spec = sweep_spec.load_spec(spec_path)
     points = sweep_spec.expand(spec)
     if dry_run:
-        terminal.out(sweep_spec.describe_points(spec, points))
+        terminal.out(describe_points(spec, points))
         return
+    if storage is not None:
+        sweep_storage_url(storage)  # a malformed URL is one line before anything is imported
     reach_store()
+    if show_status:
+        from classifier.sweeps.status import sweep_status
+
+        terminal.out(sweep_status(spec, storage))
+        return
     import_tensorflow()
     from classifier.runs.interrupts import stop_on_signals
     from classifier.sweeps import run as sweeps
 
     stop_on_signals()
     try:
-        sweeps.run_sweep(spec, echo=terminal.Progress())
+        sweeps.run_sweep(
+            spec, echo=terminal.Progress(), storage=storage, grace=grace, max_retries=retries
+        )
     except sweeps.SweepInterrupted as interrupted:
         click.echo(str(interrupted), err=True)
         sys.exit(130)

@@ -10,6 +10,8 @@ deep inside MLflow. Imports nothing beyond the standard library.
 - A tracking store (``MLFLOW_TRACKING_URI``): ``sqlite:///PATH``, ``http(s)://HOST[:PORT]``
   (an ``mlflow server``), or a PostgreSQL database (``postgresql://`` with its driver, as
   ``mlflow server --backend-store-uri`` takes it).
+- A sweep storage (``classify sweep --storage``, Optuna's RDB storage): ``sqlite:///PATH`` or
+  ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE``.
 
 Example:
     >>> model_uri("models:/imdb-sentiment@newest").kind
@@ -28,7 +30,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from classifier.errors import ConfigError, ModelError, TrackingError
+from classifier.errors import ConfigError, ModelError, SweepError, TrackingError
 
 #: ``scheme:`` at the start of a value (a path such as ``my:model.keras`` has no slash after it).
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):(?=/)")
@@ -38,6 +40,7 @@ _MODELS = re.compile(
 _RUNS = re.compile(r"^runs:/(?P<run>[0-9a-f]{32})(?:/(?P<path>\S*))?$")
 MODEL_FORMS = "a local path, models:/NAME@ALIAS, models:/NAME/VERSION or runs:/RUN_ID"
 STORE_FORMS = "sqlite:///PATH, http(s)://HOST:PORT or postgresql://USER@HOST/DATABASE"
+STORAGE_FORMS = "sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
 
 
 @dataclass(frozen=True)
@@ -125,3 +128,48 @@ def check_init_from(value: str, variant: str) -> None:
         model_uri(value, "model.init_from")
     except ModelError as error:
         raise ConfigError(str(error)) from None
+
+
+def redacted(url: str) -> str:
+    """A URL with its password replaced by ``***``, for messages and logs.
+
+    Example:
+        >>> redacted("postgresql://sweeper:secret@db:5432/optuna")
+        'postgresql://sweeper:***@db:5432/optuna'
+    """
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)[^@/\s]*@", r"\1***@", url)
+
+
+def sweep_storage_url(value: str) -> str:
+    """Check a sweep storage URL (Optuna's RDB storage) and return it in the form SQLAlchemy
+    opens: a bare ``postgresql://`` gets the installed driver (``postgresql+psycopg2://``).
+
+    Example:
+        >>> sweep_storage_url("postgresql://optuna@127.0.0.1:5433/optuna")
+        'postgresql+psycopg2://optuna@127.0.0.1:5433/optuna'
+        >>> sweep_storage_url("redis://host")
+        Traceback (most recent call last):
+        ...
+        classifier.errors.SweepError: --storage 'redis://host': unsupported scheme 'redis'; give sqlite:///PATH or postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE
+    """
+    where = f"--storage {redacted(value)!r}"
+    if "\0" in value or not value.strip() or ":" not in value:
+        raise SweepError(f"{where}: not a URL; give {STORAGE_FORMS}")
+    scheme = value.partition(":")[0].lower()
+    family, _, driver = scheme.partition("+")
+    if family == "sqlite":
+        if not value.startswith("sqlite:///") or value == "sqlite:///":
+            raise SweepError(f"{where}: a SQLite storage is sqlite:///PATH (three slashes)")
+        return value
+    if family in ("postgresql", "postgres"):
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError as error:
+            raise SweepError(f"{where}: {error}") from None
+        if not parts.path.strip("/"):
+            raise SweepError(f"{where}: no database name; give {STORAGE_FORMS}")
+        if driver and driver != "psycopg2":
+            raise SweepError(f"{where}: driver {driver!r} is not installed; use postgresql://")
+        return "postgresql+psycopg2:" + value.partition(":")[2]
+    raise SweepError(f"{where}: unsupported scheme {scheme!r}; give {STORAGE_FORMS}")

@@ -19,6 +19,8 @@ from classifier.plots.attention import (
 )
 from classifier.plots.runs import (
     plot_confusion_matrix,
+    plot_optimization_history,
+    plot_param_importances,
     plot_reliability_diagram,
     plot_test_accuracy_by_variant,
     plot_training_curves,
@@ -30,6 +32,8 @@ __all__ = [
     "LABEL_COLOURS",
     "plot_attention_heads",
     "plot_confusion_matrix",
+    "plot_optimization_history",
+    "plot_param_importances",
     "plot_positional_encoding",
     "plot_reliability_diagram",
     "plot_test_accuracy_by_variant",

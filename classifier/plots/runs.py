@@ -206,3 +206,59 @@ def plot_reliability_diagram(
     counts_axes.set_ylabel("reviews")
     counts_axes.set_yscale("log")
     return save(figure, path)
+
+
+def plot_optimization_history(
+    path: str | Path, trials: Sequence[int], values: Sequence[float]
+) -> Path:
+    """A search's validation accuracy per trial, with the best so far as a step line.
+
+    Example:
+        >>> plot_optimization_history(tmp / "history.png", [1, 2, 3], [0.80, 0.84, 0.82]).name
+        'history.png'
+    """
+    figure = Figure(figsize=(7, 4))
+    axes = figure.add_subplot(1, 1, 1)
+    axes.plot(trials, values, "o", label="trial")
+    axes.step(
+        trials,
+        np.maximum.accumulate(np.asarray(values, dtype=float)),
+        where="post",
+        label="best so far",
+    )
+    axes.set_xlabel("trial")
+    axes.set_ylabel("best validation accuracy")
+    axes.set_title("Search: validation accuracy per trial")
+    axes.legend(loc="lower right")
+    axes.grid(alpha=0.3)
+    return save(figure, path)
+
+
+def plot_param_importances(path: str | Path, importances: dict[str, float]) -> Path:
+    """How much each searched config key explains of the validation accuracy (fANOVA); with
+    no importances (every trial scored the same) the figure says so.
+
+    Example:
+        >>> plot_param_importances(tmp / "imp.png", {"train.learning_rate": 0.8,
+        ...     "model.dropout": 0.2}).name
+        'imp.png'
+    """
+    names = list(importances)[::-1]
+    figure = Figure(figsize=(7, 1.2 + 0.5 * max(len(names), 2)))
+    axes = figure.add_subplot(1, 1, 1)
+    if names:
+        axes.barh(names, [importances[name] for name in names], color="tab:blue")
+    else:
+        axes.set_yticks([])
+        axes.text(
+            0.5,
+            0.5,
+            "every trial reached the same validation accuracy:\nno parameter explains anything yet",
+            ha="center",
+            va="center",
+            transform=axes.transAxes,
+        )
+    axes.set_xlabel("importance for validation accuracy (fANOVA, sums to 1)")
+    axes.set_xlim(0, 1)
+    axes.set_title("Search: parameter importances")
+    return save(figure, path)

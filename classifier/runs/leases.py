@@ -33,7 +33,6 @@ from mlflow.tracking import MlflowClient
 from classifier.errors import ResumeError, RunBusy
 
 HEARTBEAT_TAG = "heartbeat"
-CLAIMANT_TAG = "claimant"  # "<host> <pid>" of the sweep process that made a child run
 CLAIM_PREFIX = "claim."
 HEARTBEAT_S = 15.0
 STALE_AFTER_S = 4 * HEARTBEAT_S
@@ -77,21 +76,6 @@ def drop_heartbeat(run_id: str) -> None:
     store that cannot be reached keeps it, which only makes the run look older."""
     with contextlib.suppress(Exception):  # already gone, or the store is away: nothing to undo
         MlflowClient().delete_tag(run_id, HEARTBEAT_TAG)
-
-
-def claimant_stamp() -> str:
-    """``"<host> <pid>"``: the value of a new sweep child's ``claimant`` tag (this process)."""
-    return f"{socket.gethostname()} {os.getpid()}"
-
-
-def claimant_died(run: Run) -> bool:
-    """Whether the process that made ``run`` (its ``claimant`` tag) has died on this host;
-    ``False`` when that cannot be known (no tag, another host)."""
-    try:
-        host, pid = run.data.tags[CLAIMANT_TAG].split()
-        return host == socket.gethostname() and not _alive(int(pid))
-    except (KeyError, ValueError):
-        return False
 
 
 def holder(run: Run) -> str | None:

@@ -1,15 +1,19 @@
-"""Many training runs from one sweep spec, grouped under one MLflow parent run.
+"""Many training runs from one sweep spec, grouped under one MLflow parent run, handed out to
+any number of workers by an Optuna study (:mod:`classifier.sweeps.queue`).
 
-Each point of the spec (:mod:`classifier.sweeps.spec`) is a full ``classify train`` run, logged
-as a nested child of the sweep's parent run. Running the same spec again finds that parent
-(tag ``sweep_spec_hash``), skips the points that already have a FINISHED child with the same
-config hash, resumes KILLED or FAILED children from their checkpoints and trains the rest. A
-child stopped before its training began holds nothing to resume: it is deleted (by the process
-that stops, or by a later sweep once that process has died), and its point is trained afresh. At
-the end the parent gets the comparison table (CSV and Markdown, :mod:`classifier.sweeps.compare`), a
-bar chart of test accuracy per variant and a chart of validation accuracy per epoch, the
+``classify sweep SPEC [--storage URL]`` launches the sweep if it is not launched yet (the parent
+run; every grid point enqueued once) and then works on it until no point is left: it takes a
+waiting point, trains it as a nested child run of the parent (or continues the point's child run
+from its last checkpoint, when an earlier worker died or was stopped in it), and reports its best
+validation accuracy to the study. The same command on several machines makes them workers of one
+sweep. A point that fails by itself is retried up to ``max_retries`` times; a worker that dies is
+noticed by its trial's stale heartbeat and its point is handed to another worker; Ctrl-C or
+SIGTERM hands the worker's point back. The worker that sees the last point end logs the
+comparison table (CSV and Markdown, :mod:`classifier.sweeps.compare`), a bar chart of test
+accuracy per variant and a chart of validation accuracy per epoch on the parent, with the
 metrics ``best_val_accuracy`` and ``best_test_accuracy`` and the tag ``best_point``: the group
-with the highest mean validation accuracy (the test split never chooses).
+with the highest mean validation accuracy (the test split never chooses). A ``search:`` spec's
+parent also gets the best trial, the optimization history and the parameter importances.
 
 Example (trains every point: minutes)::
 
@@ -19,26 +23,17 @@ Example (trains every point: minutes)::
 
 from __future__ import annotations
 
-import contextlib
 import json
-import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import mlflow
-from mlflow.entities import Run
-from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-from classifier.errors import ResumeError, RunBusy
-from classifier.runs.leases import CLAIMANT_TAG, claimant_died, claimant_stamp, holder, is_live
+from classifier.config.uris import redacted
+from classifier.errors import UserError
 from classifier.runs.tracking import (
-    CONFIG_HASH_TAG,
-    LABEL_TAG,
-    PARENT_TAG,
-    POINT_TAG,
     SPEC_HASH_TAG,
     configure_tracking,
     ensure_experiment,
@@ -46,17 +41,31 @@ from classifier.runs.tracking import (
     git_commit,
     sweep_children,
 )
+from classifier.sweeps import queue
 from classifier.sweeps.compare import ComparisonRow, compare_runs, format_comparison
-from classifier.sweeps.spec import SweepPoint, SweepSpec, expand, spec_hash
+from classifier.sweeps.points import train_point
+from classifier.sweeps.spec import (
+    SweepPoint,
+    SweepSpec,
+    expand,
+    search_hash,
+    search_point,
+    spec_hash,
+)
+from classifier.sweeps.summary import log_search, log_summary
+
+#: How many times a point that fails by itself is tried again before it is shown as failed.
+MAX_RETRIES = 2
 
 
 class SweepInterrupted(Exception):
-    """A sweep was stopped with Ctrl-C: the running child and the parent are KILLED."""
+    """A worker was stopped (Ctrl-C, SIGTERM): its point is handed back, its child run KILLED."""
 
-    def __init__(self, run_id: str, spec_path: str | Path):
+    def __init__(self, run_id: str, command: str, alone: bool):
+        state = "marked KILLED" if alone else "goes on with the other workers"
         super().__init__(
-            f"interrupted: sweep run {run_id} marked KILLED, finished points are kept; "
-            f"continue with: classify sweep {spec_path}"
+            f"interrupted: sweep run {run_id} {state}, finished points are kept; "
+            f"continue with: {command}"
         )
         self.run_id = run_id
 
@@ -70,111 +79,122 @@ class SweepResult:
     trained: list[int] = field(default_factory=list)
     resumed: list[int] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)
-    busy: list[int] = field(default_factory=list)  # being trained by another sweep process
+    failed: list[int] = field(default_factory=list)
     best: ComparisonRow | None = None
+    done: bool = False  # every point has ended (finished, or failed with no retry left)
+
+
+@dataclass
+class _Sweep:
+    """One worker's view of the sweep it works on."""
+
+    spec: SweepSpec
+    points: list[SweepPoint]
+    planned: int
+    study: object
+    parent_id: str
+    experiment_id: str
+    client: MlflowClient
+    echo: Callable[[str], None]
+    max_retries: int
+    result: SweepResult
+
+    def title(self, point: SweepPoint) -> str:
+        return f"[{point.index}/{self.planned}] {point.name}"
 
 
 # --------------------------------------------------------------------------- running
 
 
-def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResult:
-    """Run (or continue) a sweep: one MLflow parent run, one nested child per point.
+def run_sweep(
+    spec: SweepSpec,
+    echo: Callable[[str], None] = print,
+    storage: str | None = None,
+    grace: float = queue.GRACE_S,
+    max_retries: int = MAX_RETRIES,
+) -> SweepResult:
+    """Launch the sweep if needed, then work on it until no point is left.
 
-    Points with a FINISHED child of the same config hash are skipped; KILLED or FAILED children
-    are resumed from their checkpoints; the others are trained. The parent then gets the
-    comparison artefacts and the best point's summary.
+    Args:
+        spec: the sweep spec (a grid of points, or a ``search:``).
+        echo: where progress lines go.
+        storage: the Optuna storage URL shared by the workers; default SQLite beside
+            ``mlflow.db`` (:func:`classifier.sweeps.queue.default_storage`).
+        grace: seconds without a heartbeat after which another worker takes a point over.
+        max_retries: how often a point that fails by itself is tried again.
 
     Raises:
-        SweepInterrupted: on Ctrl-C (the child and the parent are marked KILLED).
+        SweepInterrupted: on Ctrl-C or SIGTERM (the point is handed back).
+        SweepError: a bad or unreachable storage, or one holding another spec under this name.
 
     Example (trains every point of a fresh sweep)::
 
         result = run_sweep(load_spec("configs/sweeps/quick.yaml"))
         len(result.trained) + len(result.resumed) + len(result.skipped)  # 6
     """
-    import keras
-
     from classifier.runs.lifecycle import TrainingInterrupted, quiet_libraries
-    from classifier.training.train import train
 
     points = expand(spec)
-    configure_tracking()
+    planned = spec.search.trials if spec.search else len(points)
+    digest = search_hash(spec) if spec.search else spec_hash(points)
+    tracking = configure_tracking()
     quiet_libraries()
-    experiment = points[0].config.experiment
+    storage_url = storage or queue.default_storage(tracking)
+    queue.check_tracking_for(queue.sweep_storage_url(storage_url), tracking)
+    rdb = queue.open_storage(storage_url, grace)
+    experiment = (points[0].config if points else search_point(spec, 0, {}).config).experiment
     experiment_id = ensure_experiment(experiment)
     client = MlflowClient()
-    # A sweep started before the pretraining keys were added is continued too.
-    found = (find_sweep_parent(experiment_id, spec_hash(points, era)) for era in (0, 1))
-    previous = next((parent for parent in found if parent), None)
-    if previous is None:
-        previous, created = _new_parent(experiment_id, spec_hash(points), spec.name, client)
-    else:
-        created = False
-    result = SweepResult(run_id="", rows=[])
-    with mlflow.start_run(run_id=previous) as parent:
-        result.run_id = run_id = parent.info.run_id
-        if created:
-            mlflow.log_params(
-                {
-                    "sweep.spec": str(spec.path),
-                    "sweep.base": str(spec.base),
-                    "sweep.points": len(points),
-                    "sweep.grid": json.dumps(spec.grid),
-                }
-            )
-            mlflow.log_text(spec.path.read_text(), "sweep.yaml")
-        echo(
-            f"sweep {spec.name}: {len(points)} points, parent run {run_id} in experiment "
-            f"{experiment}" + ("" if created else " (continuing)")
+
+    found: list[bool] = []
+
+    def make_parent() -> str:
+        run_id, existed = _parent_run(spec, points, digest, experiment_id, client, storage_url)
+        found.append(existed)
+        return run_id
+
+    with queue.quiet_storage_errors():
+        study, launched = queue.launch(
+            rdb,
+            f"{spec.name}-{digest}",
+            digest,
+            "search" if spec.search else "grid",
+            planned,
+            make_parent,
+            seed=spec.search.seed if spec.search else None,
         )
-        try:
-            for point in points:
-                title = f"[{point.index}/{len(points)}] {point.name}"
-                # Read afresh for every point: another sweep process may have taken it since.
-                runs = _point_runs(run_id, point)
-                finished = [run for run in runs if run.info.status == "FINISHED"]
-                if finished:
-                    echo(f"skip {title}: finished in run {finished[0].info.run_id}")
-                    result.skipped.append(point.index)
-                    continue
-                busy = [(run.info.run_id, holder(run)) for run in runs if is_live(run)]
-                if busy:
-                    echo(f"skip {title}: run {busy[0][0]} is training in {busy[0][1]}")
-                    result.busy.append(point.index)
-                    continue
-                keras.backend.clear_session()
-                if runs:  # KILLED, FAILED, or RUNNING with a dead process
-                    child = runs[0].info
-                    echo(f"resume {title}: run {child.run_id} ({child.status})")
-                    try:
-                        train(resume=child.run_id, echo=echo)
-                        client.update_run(child.run_id, name=point.name)
-                        result.resumed.append(point.index)
-                        continue
-                    except RunBusy as error:
-                        echo(f"skip {title}: {error}")
-                        result.busy.append(point.index)
-                        continue
-                    except ResumeError as error:
-                        echo(f"cannot resume ({error}); training the point afresh")
-                        _drop_if_abandoned(runs[0], client)
-                child_id = _claim_new_child(point, run_id, experiment_id, client)
-                if child_id is None:
-                    echo(f"skip {title}: another sweep process started it first")
-                    result.busy.append(point.index)
-                    continue
-                echo(f"train {title} (config {point.config_hash})")
-                try:
-                    train(point.config, echo=echo, run_id=child_id)
-                except KeyboardInterrupt:  # before the run began: nothing in it to resume
-                    _drop_if_abandoned(client.get_run(child_id), client, stopping=True)
-                    raise
-                result.trained.append(point.index)
-            result.rows = compare_runs(sweep_children(run_id), client, by_point=True)
-            result.best = _log_summary(result.rows, client)
-        except (TrainingInterrupted, KeyboardInterrupt):
-            mlflow.end_run(status="KILLED")
-            raise SweepInterrupted(run_id, spec.path) from None
+    parent_id = study.user_attrs["parent_run_id"]
+    result = SweepResult(run_id=parent_id, rows=[])
+    sweep = _Sweep(
+        spec, points, planned, study, parent_id, experiment_id, client, echo, max_retries, result
+    )
+    tally = queue.counts(study, planned)
+    echo(
+        f"sweep {spec.name}: {planned} points, parent run {parent_id} in experiment "
+        f"{experiment}" + (" (continuing)" if not launched or any(found) else "")
+    )
+    if not tally["waiting"] and not tally["running"]:
+        echo(
+            f"sweep {spec.name}: finished already ({tally['finished']} of {planned} points "
+            f"finished, {tally['failed']} failed); nothing left to do"
+        )
+    command = f"classify sweep {spec.path}" + (
+        f" --storage {redacted(storage_url)}" if storage else ""
+    )
+    try:
+        with queue.quiet_storage_errors():
+            _work(sweep)
+    except (TrainingInterrupted, KeyboardInterrupt):
+        alone = not queue.counts(study, planned)["running"]
+        if alone:
+            client.set_terminated(parent_id, status="KILLED")
+        raise SweepInterrupted(parent_id, command, alone) from None
+    result.rows = compare_runs(sweep_children(parent_id), client, by_point=True)
+    result.done = True
+    with mlflow.start_run(run_id=parent_id):
+        result.best = log_summary(result.rows, client)
+        if spec.search:
+            log_search(study)
     if result.rows:
         echo(format_comparison(result.rows, "table"))
     if result.best:
@@ -182,103 +202,135 @@ def run_sweep(spec: SweepSpec, echo: Callable[[str], None] = print) -> SweepResu
         echo(
             f"best: {best.variant} (mean val_accuracy {best.best_val_accuracy:.4f}, "
             f"test_accuracy {best.test_accuracy_mean:.4f} ± {best.test_accuracy_std:.4f}) - "
-            f"sweep run {run_id}; trained {len(result.trained)}, resumed {len(result.resumed)}, "
-            f"skipped {len(result.skipped)}"
-            + (f", left to other sweep processes {len(result.busy)}" if result.busy else "")
+            f"sweep run {parent_id}; trained {len(result.trained)}, resumed "
+            f"{len(result.resumed)}, skipped {len(result.skipped)}"
+            + (f", failed {len(result.failed)}" if result.failed else "")
         )
     return result
 
 
-def _new_parent(
-    experiment_id: str, digest: str, name: str, client: MlflowClient
-) -> tuple[str, bool]:
-    """Make the sweep's parent run, unless another process made one for the same spec first:
-    then join that one (the earliest parent wins; a later one is deleted). Returns the parent
-    run id and whether this process made it."""
-    tags = {SPEC_HASH_TAG: digest, "sweep_name": name, "git_commit": git_commit()}
-    mine = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
-    first = find_sweep_parent(experiment_id, digest, earliest=True)
-    if first != mine:
-        client.delete_run(mine)
-    return first, first == mine
+def _work(sweep: _Sweep) -> None:
+    """Take points until none waits; wait while other workers still run some (one of them may
+    die, and its point come back)."""
+    import optuna
+
+    said_waiting = False
+    while True:
+        tally = queue.counts(sweep.study, sweep.planned)
+        if tally["waiting"]:
+            _run_one(sweep)
+            continue
+        if not tally["running"]:
+            return
+        if not said_waiting:
+            sweep.echo(f"waiting for {tally['running']} point(s) running on other workers")
+            said_waiting = True
+        time.sleep(queue.HEARTBEAT_S)
+        optuna.storages.fail_stale_trials(sweep.study)
 
 
-def _claim_new_child(point, parent_id: str, experiment_id: str, client: MlflowClient) -> str | None:
-    """Make the child run of a point that has none; ``None`` when another sweep process made
-    one for the same point first (the earliest run wins; this one is deleted)."""
-    tags = {
-        MLFLOW_PARENT_RUN_ID: parent_id,
-        PARENT_TAG: parent_id,
-        POINT_TAG: str(point.index),
-        LABEL_TAG: point.label,
-        CONFIG_HASH_TAG: point.config_hash,
-        CLAIMANT_TAG: claimant_stamp(),
-    }
-    run = client.create_run(experiment_id, run_name=point.name, tags=tags)
-    mine = (run.info.start_time, run.info.run_id)
-    rivals = _point_runs(parent_id, point)
-    if any((rival.info.start_time, rival.info.run_id) < mine for rival in rivals):
-        client.delete_run(run.info.run_id)
-        return None
-    return run.info.run_id
+def _run_one(sweep: _Sweep) -> None:
+    """Take one waiting point and run it as an Optuna trial; a failure is retried or shown."""
+    import optuna
 
+    from classifier.runs.lifecycle import TrainingInterrupted
 
-def _drop_if_abandoned(run: Run, client: MlflowClient, stopping: bool = False) -> None:
-    """Delete a child run that holds nothing (no artefact: its training never began) and that
-    no process will go on with: this one is ``stopping``, the run was ended (KILLED,
-    FAILED), or the process that made it has died. Left alone, it would keep its point from
-    being claimed again."""
-    if client.list_artifacts(run.info.run_id):
+    taken: dict[str, object] = {}
+
+    def objective(trial: optuna.Trial) -> float:
+        point = _point_of(sweep, trial)
+        taken["number"], taken["point"] = trial.number, point
+        trial.set_user_attr("worker", queue.worker_name())
+        return train_point(sweep, point, trial)
+
+    try:
+        sweep.study.optimize(objective, n_trials=1, catch=())
+    except (TrainingInterrupted, KeyboardInterrupt):
+        if "number" in taken:
+            queue.retry(sweep.study, _trial(sweep, taken["number"]), count=False)  # hand back
+        raise
+    except optuna.exceptions.TrialPruned:
         return
-    if stopping or run.info.status in ("KILLED", "FAILED") or claimant_died(run):
-        with contextlib.suppress(MlflowException):  # another process dropped it first
-            client.delete_run(run.info.run_id)
+    except Exception as error:  # noqa: BLE001 - a point that fails is retried or shown failed
+        if "number" not in taken:
+            raise
+        trial, point = _trial(sweep, taken["number"]), taken["point"]
+        reason = str(error) if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
+        done = queue.failures(trial)
+        if done < sweep.max_retries:
+            queue.retry(sweep.study, trial)
+            sweep.echo(
+                f"failed {sweep.title(point)}: {reason}; tried again later "
+                f"(retry {done + 1} of {sweep.max_retries})"
+            )
+        else:
+            sweep.result.failed.append(point.index)
+            sweep.echo(f"failed {sweep.title(point)}: {reason}; no retry left")
 
 
-def _point_runs(parent_run_id: str, point: SweepPoint) -> list[Run]:
-    """A point's child runs in a sweep (any status, newest first): those tagged with its
-    config hash, or with the hash it had before the pretraining keys were added."""
-    hashes = set(point.config_hashes)
-    return [
-        run
-        for run in sweep_children(parent_run_id, finished_only=False)
-        if run.data.tags.get(CONFIG_HASH_TAG) in hashes
-    ]
+def _trial(sweep: _Sweep, number: int):
+    return next(t for t in sweep.study.get_trials(deepcopy=False) if t.number == number)
 
 
-def _log_summary(rows: list[ComparisonRow], client: MlflowClient) -> ComparisonRow | None:
-    """Log the comparison artefacts and the best group's metrics on the active (parent) run."""
-    if not rows:
-        return None
-    from classifier import plots
+def _point_of(sweep: _Sweep, trial) -> SweepPoint:
+    """The point a trial runs: a grid point by its number; a search draws (or, retried, keeps)
+    its values. A trial that a race made beyond the planned points is pruned."""
+    import optuna
 
-    with tempfile.TemporaryDirectory(prefix="classify-sweep-") as folder:
-        folder = Path(folder)
-        (folder / "comparison.csv").write_text(format_comparison(rows, "csv") + "\n")
-        (folder / "comparison.md").write_text(format_comparison(rows, "markdown") + "\n")
-        labels = [row.variant for row in rows]
-        plots.plot_test_accuracy_by_variant(
-            folder / "test_accuracy_by_variant.png",
-            labels,
-            [row.test_accuracy_mean for row in rows],
-            [row.test_accuracy_std for row in rows],
-            values=[row.test_accuracies for row in rows],
-        )
-        plots.plot_validation_accuracy_by_variant(
-            folder / "val_accuracy_by_variant.png",
-            {row.variant: row.val_accuracy_curves for row in rows},
-        )
-        mlflow.log_artifacts(str(folder))
-    best = max(rows, key=lambda row: row.best_val_accuracy)
-    mlflow.log_metrics(
-        {
-            "best_val_accuracy": best.best_val_accuracy,
-            "best_test_accuracy": best.test_accuracy_mean,
-            "points_finished": sum(len(row.run_ids) for row in rows),
-        }
-    )
-    best_run = max(
-        best.run_ids, key=lambda run_id: client.get_run(run_id).data.metrics["best_val_accuracy"]
-    )
-    mlflow.set_tags({"best_point": best.variant, "best_run_id": best_run})
-    return best
+    number = trial.user_attrs.get("point")
+    if sweep.spec.search is None:
+        if number is None:
+            raise optuna.TrialPruned("no point waits")
+        return sweep.points[number - 1]
+    if number is None:
+        if len(queue.point_states(sweep.study)) >= sweep.planned:
+            raise optuna.TrialPruned("every trial is drawn")
+        number = trial.number + 1
+        trial.set_user_attr("point", number)
+    values = {key: _suggest(trial, key, bounds) for key, bounds in sweep.spec.search.space.items()}
+    return search_point(sweep.spec, number, values)
+
+
+def _suggest(trial, key: str, bounds):
+    if isinstance(bounds, list):
+        return trial.suggest_categorical(key, bounds)
+    if isinstance(bounds["low"], int) and isinstance(bounds["high"], int):
+        return trial.suggest_int(key, bounds["low"], bounds["high"], log=bounds["log"])
+    return trial.suggest_float(key, bounds["low"], bounds["high"], log=bounds["log"])
+
+
+def _parent_run(
+    spec: SweepSpec,
+    points: list[SweepPoint],
+    digest: str,
+    experiment_id: str,
+    client: MlflowClient,
+    storage_url: str,
+) -> tuple[str, bool]:
+    """The sweep's parent run and whether it existed: one made before for the same spec (its
+    hash tag, a sweep from before the Optuna queue included) is continued."""
+    eras = (spec_hash(points, era) for era in (0, 1)) if points else (digest,)
+    found = (find_sweep_parent(experiment_id, era_digest) for era_digest in eras)
+    previous = next((parent for parent in found if parent), None)
+    if previous is not None:
+        return previous, True
+    tags = {
+        SPEC_HASH_TAG: digest,
+        "sweep_name": spec.name,
+        "git_commit": git_commit(),
+        "sweep_storage": redacted(storage_url),
+    }
+    run_id = client.create_run(experiment_id, run_name=spec.name, tags=tags).info.run_id
+    params = {
+        "sweep.spec": str(spec.path),
+        "sweep.base": str(spec.base),
+        "sweep.points": spec.search.trials if spec.search else len(points),
+    }
+    if spec.search:
+        params["sweep.search"] = json.dumps(spec.search.space)
+    else:
+        params["sweep.grid"] = json.dumps(spec.grid)
+    for key, value in params.items():
+        client.log_param(run_id, key, value)
+    client.log_text(run_id, spec.path.read_text(), "sweep.yaml")
+    return run_id, False

@@ -13,6 +13,17 @@ of points and a grid (dotted config keys; every point is combined with every gri
     grid:
       train.seed: [1, 2, 3]
 
+Instead of points and a grid, a spec may hold a ``search:`` section: ranges for config keys
+that Optuna's TPE sampler draws from, trial after trial, aiming at the best validation accuracy:
+
+    search:
+      trials: 12                     # how many points to try
+      seed: 1                        # the sampler's seed (optional)
+      space:
+        train.learning_rate: {low: 1.0e-4, high: 1.0e-2, log: true}   # a float range
+        model.num_layers: {low: 1, high: 3}                             # integers
+        model.d_model: [32, 64]                                        # one of these
+
 :mod:`classifier.sweeps.run` runs the points.
 
 Example:
@@ -40,7 +51,18 @@ from classifier.config.yaml_files import read_yaml_mapping
 from classifier.errors import ConfigError
 from classifier.sweeps.compare import group_key, group_labels, params_of
 
-SPEC_KEYS = ("name", "base", "experiment", "overrides", "points", "grid")
+SPEC_KEYS = ("name", "base", "experiment", "overrides", "points", "grid", "search")
+SEARCH_KEYS = ("trials", "seed", "space")
+
+
+@dataclass
+class SearchSpec:
+    """A spec's ``search:`` section: ``space`` maps a dotted config key to a range (``low``,
+    ``high``, ``log``; integers when both ends are) or to a list of choices."""
+
+    trials: int
+    space: dict[str, dict[str, Any] | list[Any]]
+    seed: int | None = None
 
 
 @dataclass
@@ -54,6 +76,7 @@ class SweepSpec:
     overrides: dict[str, Any] = field(default_factory=dict)
     points: list[dict[str, Any]] = field(default_factory=lambda: [{}])
     grid: dict[str, list[Any]] = field(default_factory=dict)
+    search: SearchSpec | None = None
 
 
 @dataclass
@@ -137,7 +160,88 @@ def load_spec(path: str | Path) -> SweepSpec:
             )
         grid[key] = [_scalar(where, f"grid.{key}", value) for value in values]
         _check_key(where, f"grid.{key}", key)
-    return SweepSpec(path, name, base, experiment, overrides, points, grid)
+    search = None
+    if "search" in tree:
+        if "points" in tree or "grid" in tree:
+            raise ConfigError(f"{where}: a spec has points and a grid, or a search, not both")
+        search = _search(where, tree["search"])
+    return SweepSpec(path, name, base, experiment, overrides, points, grid, search)
+
+
+def _search(where: str, tree: Any) -> SearchSpec:
+    """Check a ``search:`` section (its values are checked against the config by
+    :func:`search_point`)."""
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{where}: search must map trials, seed and space, got {tree!r}")
+    unknown = sorted(str(key) for key in tree if key not in SEARCH_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: search: unknown key {unknown[0]!r}; it takes trials, seed, space"
+        )
+    trials = tree.get("trials")
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= 10_000:
+        raise ConfigError(
+            f"{where}: search.trials must be a whole number from 1 to 10000, got {trials!r}"
+        )
+    seed = tree.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ConfigError(f"{where}: search.seed must be a whole number, got {seed!r}")
+    space_tree = tree.get("space")
+    if not isinstance(space_tree, dict) or not space_tree:
+        raise ConfigError(
+            f"{where}: search.space must map config keys to ranges, got {space_tree!r}"
+        )
+    space: dict[str, dict[str, Any] | list[Any]] = {}
+    for key, value in space_tree.items():
+        path = f"search.space.{key}"
+        _check_key(where, path, key)
+        if isinstance(value, list):
+            if not value:
+                raise ConfigError(f"{where}: {path} must list at least one value")
+            space[key] = [_scalar(where, path, choice) for choice in value]
+            continue
+        if (
+            not isinstance(value, dict)
+            or set(value) - {"low", "high", "log"}
+            or not {"low", "high"} <= set(value)
+        ):
+            raise ConfigError(
+                f"{where}: {path} must be {{low: L, high: H, log: true|false}} or a list of "
+                f"values, got {value!r}"
+            )
+        low, high, log = value["low"], value["high"], value.get("log", False)
+        numbers = all(
+            isinstance(end, int | float) and not isinstance(end, bool) and math.isfinite(end)
+            for end in (low, high)
+        )
+        if not numbers or low >= high:
+            raise ConfigError(f"{where}: {path}: low and high must be finite numbers, low < high")
+        if not isinstance(log, bool) or (log and low <= 0):
+            raise ConfigError(
+                f"{where}: {path}: log is true or false, and a log range needs low > 0"
+            )
+        space[key] = {"low": low, "high": high, "log": log}
+    return SearchSpec(trials, space, seed)
+
+
+def search_point(spec: SweepSpec, number: int, values: Mapping[str, Any]) -> SweepPoint:
+    """The point of search trial ``number`` (from 1) with the sampled ``values``.
+
+    Example:
+        >>> spec = load_spec("configs/sweeps/search.yaml")
+        >>> search_point(spec, 1, {"train.learning_rate": 0.003}).label
+        'trial 1'
+    """
+    settings = {**spec.overrides, **values}
+    if spec.experiment is not None:
+        settings["experiment"] = spec.experiment
+    try:
+        config = load_config(spec.base, settings=settings)
+    except ConfigError as error:
+        raise ConfigError(
+            f"sweep spec {spec.path}, trial {number} ({describe(values)}): {error}"
+        ) from None
+    return SweepPoint(number, dict(values), config, label=f"trial {number}")
 
 
 def expand(spec: SweepSpec) -> list[SweepPoint]:
@@ -155,6 +259,8 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
         {'model.variant': 'attention', 'train.seed': 1}
     """
     where = f"sweep spec {spec.path}"
+    if spec.search is not None:
+        return []  # a search draws its points as it goes (search_point)
     combinations = list(itertools.product(*spec.grid.values()))
     points: list[SweepPoint] = []
     seen: dict[str, int] = {}
@@ -196,6 +302,19 @@ def spec_hash(points: Sequence[SweepPoint], era: int = 0) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def search_hash(spec: SweepSpec) -> str:
+    """A short hash of a search: its base config with the overrides, and its section.
+
+    Example:
+        >>> len(search_hash(load_spec("configs/sweeps/search.yaml")))
+        12
+    """
+    base = search_point(spec, 0, {}).config_hash
+    search = spec.search
+    text = json.dumps([base, search.trials, search.seed, search.space], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def describe(overrides: Mapping[str, Any]) -> str:
     """Overrides as ``key=value`` words (YAML spelling of the values).
 
@@ -203,36 +322,7 @@ def describe(overrides: Mapping[str, Any]) -> str:
         >>> describe({"model.variant": "encoder", "train.seed": 1})
         'model.variant=encoder train.seed=1'
     """
-    return " ".join(f"{key}={_yaml_value(value)}" for key, value in overrides.items()) or "-"
-
-
-def describe_points(spec: SweepSpec, points: Sequence[SweepPoint]) -> str:
-    """What ``classify sweep --dry-run`` prints: one numbered line per point with its hash.
-
-    Example:
-        >>> spec = load_spec("configs/sweeps/quick.yaml")
-        >>> print(describe_points(spec, expand(spec)))
-        sweep quick: 6 points in experiment imdb-sweeps-quick (base configs/default.yaml, spec hash ...)
-        every point: data.train_size=4000 ...
-        1  attention seed=1  model.variant=attention train.seed=1  config ...
-        ...
-    """
-    experiment = points[0].config.experiment if points else spec.experiment
-    lines = [
-        f"sweep {spec.name}: {len(points)} point{'s' if len(points) != 1 else ''} in experiment "
-        f"{experiment} (base {spec.base}, spec hash {spec_hash(points)})"
-    ]
-    if spec.overrides:
-        lines.append(f"every point: {describe(spec.overrides)}")
-    rows = [
-        (str(p.index), p.name, describe(p.overrides), f"config {p.config_hash}") for p in points
-    ]
-    widths = [max((len(row[i]) for row in rows), default=0) for i in range(3)]
-    for row in rows:
-        lines.append(
-            f"{row[0]:>{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}"
-        )
-    return "\n".join(lines)
+    return " ".join(f"{key}={yaml_value(value)}" for key, value in overrides.items()) or "-"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -271,7 +361,7 @@ def _scalar(where: str, path: str, value: Any) -> Any:
     raise ConfigError(f"{where}: {path} must be a single value, got {value!r}")
 
 
-def _yaml_value(value: Any) -> str:
+def yaml_value(value: Any) -> str:
     """One value as YAML text that reads back the same (``1.0e-05``, ``null``, ``'true'``)."""
     text = yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip()
     return text.removesuffix("\n...").strip()

@@ -76,7 +76,7 @@ server-stop: ## Stop what make server started
 	scripts/server.sh stop
 
 ui: $(STAMP) ## Start the MLflow UI on mlflow.db, bound to 127.0.0.1 (PORT=5000)
-	@echo "MLflow UI: http://127.0.0.1:$(PORT)  (store: $(abspath mlflow.db); Ctrl-C stops it)"
+	@echo "MLflow UI: $$($(BIN)/python scripts/ui_url.py $(PORT) mlflow.db)  (store: $(abspath mlflow.db); Ctrl-C stops it)"
 	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --default-artifact-root $(abspath mlruns) --host 127.0.0.1 --port $(PORT)
 
 predict: $(STAMP) ## Classify FILE with the newest registered model (make predict FILE=review.txt)

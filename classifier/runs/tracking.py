@@ -174,8 +174,15 @@ def _open_store(uri: str) -> None:
         mlflow_logger.setLevel(level)
 
 
+#: The experiment tag that makes the MLflow UI open an experiment on its model-training view
+#: (runs table and charts), not the GenAI view (traces, an assistant panel) it guesses otherwise.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
+
+
 def ensure_experiment(name: str) -> str:
-    """Create the experiment if needed and make it active; return its id.
+    """Create the experiment if needed and make it active; return its id. The experiment is
+    tagged as model training, so that the MLflow UI opens it on the runs view.
 
     A new experiment in a local SQLite store keeps its artefacts beside the database
     (``mlruns/`` next to ``mlflow.db``), not relative to the current directory.
@@ -187,9 +194,13 @@ def ensure_experiment(name: str) -> str:
         path = sqlite_path(mlflow.get_tracking_uri())
         if path is not None:
             location = (path.resolve().parent / "mlruns").as_uri()
-        experiment_id = client.create_experiment(name, artifact_location=location)
+        experiment_id = client.create_experiment(
+            name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
+        )
     else:
         experiment_id = experiment.experiment_id
+        if experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING:
+            client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING)
     mlflow.set_experiment(experiment_id=experiment_id)
     return experiment_id
 

@@ -109,6 +109,15 @@ def test_artifacts_and_registered_model(finished):
     assert vocabulary[:2] == ["", "[UNK]"] and "great" in vocabulary
     version = client.get_model_version_by_alias(REGISTERED, "newest")
     assert version.run_id == result.run_id and str(version.version) == result.model_version
+    # What the registry's version page shows, to compare versions without opening their runs.
+    run = client.get_run(result.run_id)
+    accuracy = f"{run.data.metrics['test_accuracy']:.4f}"
+    assert version.tags["variant"] == run.data.params["model.variant"]
+    assert version.tags["test_accuracy"] == accuracy
+    assert version.tags["config_hash"] == run.data.tags["config_hash"]
+    assert version.description.startswith(f"{version.tags['variant']}: test accuracy {accuracy}")
+    kind = client.get_experiment(run.info.experiment_id).tags["mlflow.experimentKind"]
+    assert kind == "custom_model_development"  # the UI opens the runs view, not GenAI's
 
 
 def test_pyfunc_model_predicts_a_list_of_strings(finished):

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,26 @@ class Variant:
     def model_name(self) -> str:
         """The name of this variant's classifier model, e.g. ``imdb_encoder``."""
         return f"{CLASSIFIER_PREFIX}{self.name}"
+
+
+def used_params(flat: Mapping[str, Any], pretraining: bool = False) -> dict[str, Any]:
+    """The params a run logs, from its flattened config: the experiment and every ``data.*`` and
+    ``train.*`` key, ``model.variant`` and the model keys that variant uses, and ``pretrain.*``
+    only when pretraining (an encoder: the ``encoder`` variant's keys). Other keys change nothing
+    in the run and would only be noise in the runs table; the whole config is logged beside
+    them as ``config.yaml``.
+
+    Example:
+        >>> sorted(used_params({"model.variant": "bow", "model.l2": 0.1, "model.dropout": 0.1,
+        ...                     "train.seed": 1, "pretrain.epochs": 10}))
+        ['model.l2', 'model.variant', 'train.seed']
+    """
+    variant = "encoder" if pretraining else str(flat.get("model.variant"))
+    model_keys = {"model.variant", *get(variant).keys} if variant in _VARIANTS else set(flat)
+    sections = ("experiment", "data.", "train.", *(("pretrain.",) if pretraining else ()))
+    return {
+        key: value for key, value in flat.items() if key.startswith(sections) or key in model_keys
+    }
 
 
 def _function(named: Callable | str) -> Callable:
@@ -184,7 +204,7 @@ register(
         f"{_BUILDERS}:encoder_stack",
         explained_layer="encoder",
         explained_as="encoder layer {last} of {last}",
-        keys=(*_BLOCK, "model.num_layers", "model.position"),
+        keys=(*_BLOCK, "model.num_layers", "model.position", "model.init_from"),
     )
 )
 register(

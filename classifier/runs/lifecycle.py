@@ -36,6 +36,7 @@ import mlflow
 import yaml
 
 from classifier.config.schema import Config
+from classifier.config.variants import used_params
 from classifier.data.source import data_source
 from classifier.runs.leases import Heartbeat, claimed, drop_heartbeat
 from classifier.runs.precision import training_device
@@ -152,12 +153,17 @@ def tracked_run(
 
 
 def log_run_inputs(
-    cfg: Config, vectorizer, params: dict[str, object], tags: dict[str, str]
+    cfg: Config,
+    vectorizer,
+    params: dict[str, object],
+    tags: dict[str, str],
+    pretraining: bool = False,
 ) -> None:
-    """What every new run records first: the flattened config and where the reviews were read
-    as params, plus ``params``; the git commit, config hash and device as tags, plus ``tags``;
-    ``config.yaml`` and ``vocabulary.txt``."""
-    mlflow.log_params(cfg.flat())
+    """What every new run records first: the config keys the run uses
+    (:func:`~classifier.config.variants.used_params`) and where the reviews were read as params,
+    plus ``params``; the git commit, config hash and device as tags, plus ``tags``; the whole
+    config as ``config.yaml`` and ``vocabulary.txt``."""
+    mlflow.log_params(used_params(cfg.flat(), pretraining))
     mlflow.log_params(data_source(cfg.data))  # where the reviews were read, whatever the config
     mlflow.log_params(params)
     mlflow.set_tags(

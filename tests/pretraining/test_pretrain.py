@@ -71,6 +71,7 @@ def test_a_pretraining_run_logs_every_epoch_and_registers_the_encoder(pretrained
     assert run.data.metrics["train_time_s"] > 0
     assert run.data.params["pretrain.objective"] == "mlm"
     assert run.data.params["pretrain.labelled_reviews"] == "120"
+    assert "model.embed_dim" in run.data.params and "model.ngram_buckets" not in run.data.params
     assert run.data.tags["pretrain_objective"] == "mlm"
     assert run.data.tags["device"] == "CPU"  # the machine that pretrained it (GPU on a GPU)
     artefacts = {a.path for a in client.list_artifacts(run_id)}

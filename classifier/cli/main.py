@@ -192,7 +192,7 @@ def predict(
         threshold=threshold,
         batch_size=batch_size,
         out=terminal.out,
-        err=lambda line: click.echo(line, err=True),
+        err=terminal.err,
         stdin=terminal.stdin_binary(),
     )
     sys.exit(1 if failed else 0)
@@ -237,6 +237,7 @@ def explain(
       classify explain review.txt -o review.html   # a self-contained HTML page
       sed -n 3p reviews.txt | classify explain - -o third.png
     """
+    terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
     model = _load_model(model_spec)
     from classifier.explain.explanation import explain_file, summary
 
@@ -246,7 +247,7 @@ def explain(
         output=output,
         output_format=output_format,
         threshold=threshold,
-        err=lambda line: click.echo(line, err=True),
+        err=terminal.err,
         stdin=terminal.stdin_binary(),
     )
     if done is None:

@@ -16,7 +16,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
 import traceback
 from collections.abc import Callable
@@ -46,6 +48,7 @@ def out(line: str) -> None:
     """
     if sys.stdout is None:  # file descriptor 1 was closed when Python started
         raise OutputError("cannot write the output: standard output is closed")
+    clear_status()
     try:
         click.echo(line)
     except BrokenPipeError:
@@ -54,23 +57,64 @@ def out(line: str) -> None:
         raise OutputError(f"cannot write the output: {_reason(error)}") from None
 
 
+def err(line: str) -> None:
+    """Write one line to standard error (after erasing a status line, so that it starts at the
+    left margin)."""
+    clear_status()
+    click.echo(line, err=True)
+
+
+#: Set while standard output (a terminal) ends in an updating status line.
+_status_shown = False
+_CLEAR_LINE = "\r\033[K"
+
+
+def clear_status() -> None:
+    """Erase the updating status line, if one is shown, before anything else is written."""
+    global _status_shown
+    if _status_shown:
+        _status_shown = False
+        with contextlib.suppress(OSError, ValueError):  # what cannot be shown is no error
+            sys.stdout.write(_CLEAR_LINE)
+            sys.stdout.flush()
+
+
 class Progress:
     """Progress lines of long work (training, sweeps): written to standard output while it can
     be; once it cannot (closed, full, its reader gone), one warning on standard error and the
     work goes on without them (the run's record is in MLflow).
 
+    On a terminal, :meth:`status` also shows what is under way on one updating line (see
+    :mod:`classifier.runs.live`); elsewhere (a log, a pipe) it shows nothing.
+
     Example:
         >>> echo = Progress()
         >>> echo("epoch 1/3")
         epoch 1/3
+        >>> echo.status("loading the reviews")  # not a terminal here: nothing
     """
 
     def __init__(self) -> None:
         self.dropped = False
+        self.live = _is_terminal(sys.stdout)
+
+    def status(self, text: str) -> None:
+        """Show ``text`` on the updating line (cut to the terminal's width)."""
+        global _status_shown
+        if not self.live or self.dropped:
+            return
+        width = shutil.get_terminal_size().columns
+        try:
+            sys.stdout.write(_CLEAR_LINE + text[: max(width - 1, 10)])
+            sys.stdout.flush()
+            _status_shown = True
+        except (OSError, ValueError):
+            self.live = False
 
     def __call__(self, line: str) -> None:
         if self.dropped:
             return
+        clear_status()
         try:
             out(line)
         except (OutputError, BrokenPipeError) as error:
@@ -78,6 +122,13 @@ class Progress:
             _silence_stdout()
             reason = "its reader went away" if isinstance(error, BrokenPipeError) else error
             click.echo(f"classify: warning: progress lines dropped ({reason})", err=True)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def stdin_binary() -> BinaryIO | None:
@@ -107,7 +158,7 @@ def guarded(command: Callable[[], object], prog: str = "classify") -> int:
     ends becomes at most two lines on standard error (see the table above)."""
     try:
         try:
-            result = command()
+            result = _cleared_after(command)
             code = result if isinstance(result, int) else 0
         except SystemExit as stop:
             code = exit_code_of(stop)
@@ -140,6 +191,15 @@ def guarded(command: Callable[[], object], prog: str = "classify") -> int:
         line = f"{type(error).__name__}: {first_line(error)}"
         click.echo(f"{prog}: internal error: {line} (run with -v for the traceback)", err=True)
         return 1
+
+
+def _cleared_after(command: Callable[[], object]) -> object:
+    """Run ``command``; however it ends, erase the status line it left (so that an error line
+    starts at the left margin)."""
+    try:
+        return command()
+    finally:
+        clear_status()
 
 
 def _flush_stdout() -> None:

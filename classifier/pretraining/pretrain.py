@@ -56,6 +56,7 @@ from classifier.runs.lifecycle import (
     run_workspace,
     tracked_run,
 )
+from classifier.runs.live import batch_progress, status
 from classifier.runs.precision import as_float32, device_note, precision_policy
 from classifier.runs.resume import PRETRAIN_TAG, PROGRESS_FILE
 
@@ -120,6 +121,7 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
 
+    status(echo, "loading the reviews")
     texts = load_texts(cfg)
     if checkpoint:
         vocabulary = (checkpoint / "vocabulary.txt").read_bytes().decode("utf-8").split("\n")
@@ -127,6 +129,7 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
         model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
         progress = Progress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
     else:
+        status(echo, "building the vocabulary")
         vectorizer = pretrain_vectorizer(cfg, texts.train)
         model = new_pretraining_model(cfg)
         progress = Progress()
@@ -134,7 +137,9 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
 
     def log_inputs() -> None:
         params = {f"pretrain.{name}_reviews": size for name, size in texts.sizes.items()}
-        log_run_inputs(cfg, vectorizer, params, {PRETRAIN_TAG: cfg.pretrain.objective})
+        log_run_inputs(
+            cfg, vectorizer, params, {PRETRAIN_TAG: cfg.pretrain.objective}, pretraining=True
+        )
 
     p = cfg.pretrain
     run_name = f"pretrain-{p.objective}-seed{cfg.train.seed}"
@@ -151,12 +156,13 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
             + device_note(cfg.train.mixed_precision)
         )
         tracker = PretrainTracker(cfg, progress, vectorizer, workdir, echo)
+        reviews, batch = sizes["unlabelled"] + sizes["labelled"], cfg.data.batch_size
         model.fit(
             data.train,
             validation_data=data.held_out,
             epochs=p.epochs,
             initial_epoch=progress.epoch,
-            callbacks=[tracker],
+            callbacks=[*batch_progress(echo, "epoch", p.epochs, reviews, batch), tracker],
             shuffle=False,  # the pipeline shuffles, seeded
             verbose=0,
         )

@@ -9,6 +9,7 @@ Example (at the end of ``classify train``)::
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -30,6 +31,7 @@ from classifier.evaluation.metrics import (
 )
 from classifier.models.classifier import build_end_to_end
 from classifier.runs.interrupts import deferred_interrupt
+from classifier.runs.live import status
 from classifier.serving.bundle import write_bundle
 from classifier.serving.registry import log_pyfunc_model
 
@@ -43,19 +45,29 @@ EXAMPLE_REVIEWS = [
 
 
 def finish_run(
-    cfg, model, vectorizer, data, progress, workdir: Path, calibration: Calibration | None = None
+    cfg,
+    model,
+    vectorizer,
+    data,
+    progress,
+    workdir: Path,
+    calibration: Calibration | None = None,
+    echo: Callable[[str], None] | None = None,
 ):
     """Calibrate, evaluate, log and register the trained ``model``; return ``(test metrics,
     registered ModelVersion)``.
 
     ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model,
     trained on the validation reviews, gets one matched to the chosen model's confidence:
-    :class:`classifier.training.refit.ChosenConfidence`).
+    :class:`classifier.training.refit.ChosenConfidence`). ``echo``: where the steps are named
+    on a terminal's status line (:func:`classifier.runs.live.status`).
     """
     if calibration is None:
+        status(echo, "calibrating on the validation reviews")
         calibration = calibrate(model, data.validation)  # fitted on validation, folded in
     else:
         fold_calibration(model, calibration)
+    status(echo, "evaluating on the test reviews")
     log_odds, labels = head_log_odds(model, data.test)  # of the head with the calibration in
     probabilities = sigmoid(log_odds)  # what the saved (calibrated) model gives
     uncalibrated = sigmoid(calibration.undo(log_odds))
@@ -72,6 +84,7 @@ def finish_run(
         }
     )
 
+    status(echo, "drawing the figures")
     figures = {
         "training_curves.png": lambda path: plots.plot_training_curves(
             path, progress.history, best_epoch=progress.best_epoch
@@ -86,10 +99,12 @@ def finish_run(
     for name, draw in figures.items():
         mlflow.log_artifact(str(draw(workdir / name)))
 
+    status(echo, "saving the model and its LiteRT bundle")
     end_to_end = build_end_to_end(vectorizer, model)
     keras_path = workdir / "model.keras"
     end_to_end.save(keras_path)
     bundle = _write_bundle(end_to_end, workdir / BUNDLE_DIR)
+    status(echo, "logging the model to MLflow and registering it")
     with deferred_interrupt():  # registered once, whole, or not at all
         mlflow.log_artifact(str(keras_path))
         if bundle is not None:  # what `classify predict` runs without TensorFlow

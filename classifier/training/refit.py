@@ -45,6 +45,7 @@ from classifier.errors import TrainingDiverged
 from classifier.evaluation.calibration import Calibration, calibrate, head_log_odds
 from classifier.evaluation.metrics import match_temperature_and_offset
 from classifier.pretraining.encoder_artifact import PretrainedEncoder
+from classifier.runs.live import batch_progress, status
 from classifier.training.build import new_model
 
 REFIT_TAG = "refit"  # "true" on a run whose registered model was refit on all labelled reviews
@@ -74,6 +75,7 @@ def refit(
     keras.utils.set_random_seed(cfg.train.seed)
     labelled = raw.train.concatenate(raw.validation)
     reviews = int(labelled.cardinality())
+    status(echo, "refit: building the vocabulary and the model")
     vectorizer = encoder.vectorizer(cfg.data) if encoder else build_vectorizer(cfg.data, labelled)
     splits = RawSplits(train=labelled, validation=raw.validation, test=raw.test)
     data = make_datasets(cfg.data, splits, vectorizer, seed=cfg.train.seed)
@@ -84,7 +86,10 @@ def refit(
     model.fit(
         data.train,
         epochs=epochs,
-        callbacks=[RefitTracker(history, echo, epochs)],
+        callbacks=[
+            *batch_progress(echo, "refit", epochs, reviews, cfg.data.batch_size),
+            RefitTracker(history, echo, epochs),
+        ],
         shuffle=False,
         verbose=0,
     )
@@ -138,6 +143,7 @@ class ChosenConfidence:
     ) -> ChosenConfidence:
         """Calibrate ``model`` on ``validation`` (folded in) and read its log-odds on the last
         :data:`CALIBRATION_REVIEWS` unlabelled reviews."""
+        status(echo, "calibrating the chosen model on the validation reviews")
         chosen = calibrate(model, validation)
         unlabelled, count = load_last_unlabelled(cfg.data, CALIBRATION_REVIEWS)
         batch_size = cfg.data.batch_size

@@ -56,6 +56,7 @@ from classifier.runs.lifecycle import (
     run_workspace,
     tracked_run,
 )
+from classifier.runs.live import batch_progress, status
 from classifier.runs.precision import as_float32, device_note, precision_policy
 from classifier.runs.resume import PROGRESS_FILE
 from classifier.training.build import new_model
@@ -121,6 +122,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
 
     # 1. Data and vectorizer. model.init_from: a pretrained encoder's weights and vocabulary (a
     # resumed run has them in its checkpoint; only a refit starts from the encoder again).
+    status(echo, "loading the reviews")
     raw = load_raw_splits(cfg.data)
     encoder = pretrained_encoder(cfg) if not checkpoint or cfg.train.refit else None
     if checkpoint:
@@ -131,6 +133,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
     elif encoder:
         vectorizer = encoder.vectorizer(cfg.data)
     else:
+        status(echo, "building the vocabulary")
         vectorizer = build_vectorizer(cfg.data, raw.train)
     progress = (
         TrainingProgress(**json.loads((checkpoint / PROGRESS_FILE).read_text()))
@@ -146,10 +149,12 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
         best_weights = checkpoint / "best.weights.h5"
     else:
+        status(echo, "building the model")
         model = new_model(cfg, data.train, encoder)
         best_weights = None
 
     def log_inputs() -> None:
+        status(echo, "logging the run's inputs to MLflow")
         params = {f"data.{name}_reviews": size for name, size in sizes.items()}
         params["model.parameters"] = model.count_params()
         log_run_inputs(cfg, vectorizer, params, {"variant": cfg.model.variant})
@@ -168,12 +173,15 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         )
         # 3. Fit, choosing the epoch on the validation reviews.
         callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights)
+        epoch_bar = batch_progress(
+            echo, "epoch", cfg.train.epochs, sizes["train"], cfg.data.batch_size
+        )
         model.fit(
             data.train,
             validation_data=data.validation,
             epochs=cfg.train.epochs,
             initial_epoch=progress.epoch,
-            callbacks=[callback],
+            callbacks=[*epoch_bar, callback],
             shuffle=False,  # the training pipeline shuffles, seeded
             verbose=0,
         )
@@ -192,7 +200,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
             if chosen:
                 calibration = chosen.calibration_for(model, vectorizer, echo)
             result = _evaluate_and_log(
-                cfg, model, vectorizer, data, progress, workdir, run_id, calibration
+                cfg, model, vectorizer, data, progress, workdir, run_id, calibration, echo
             )
     m = result.test_metrics
     echo(
@@ -253,9 +261,11 @@ class EpochTracker(CheckpointCallback):
 
 
 def _evaluate_and_log(
-    cfg, model, vectorizer, data, progress, workdir, run_id, calibration
+    cfg, model, vectorizer, data, progress, workdir, run_id, calibration, echo
 ) -> TrainResult:
-    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir, calibration)
+    metrics, version = finish_run(
+        cfg, model, vectorizer, data, progress, workdir, calibration, echo
+    )
     return TrainResult(
         run_id=run_id,
         test_metrics=metrics,

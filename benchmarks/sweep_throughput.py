@@ -1,0 +1,141 @@
+"""Sweep throughput: one sweep run by 1 worker, then by 2 workers, against a real PostgreSQL and
+``mlflow server`` started by ``scripts/server.sh`` (what ``make server`` runs).
+
+Each worker is a ``classify sweep SPEC --storage URL`` process, started as a user would start it
+on another machine. The wall time counts from the first worker's start to the last worker's
+exit, TensorFlow's import and the MLflow logging included. Each pass runs a fresh copy of the
+spec (its own experiment), so no pass reuses another's runs. Prints one markdown table.
+
+Usage:
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/sweep_throughput.py
+    python benchmarks/sweep_throughput.py --quick   # the quick sweep on 1,000 reviews, 1 epoch
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "configs" / "sweeps" / "quick.yaml"
+QUICK = {
+    "data.train_size": 1000,
+    "data.val_size": 500,
+    "data.test_size": 1000,
+    "train.epochs": 1,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        return next(
+            line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line
+        )
+    except (OSError, subprocess.CalledProcessError, StopIteration):
+        return platform.processor() or "unknown CPU"
+
+
+def spec_copy(folder: Path, workers: int, quick: bool) -> Path:
+    """The quick sweep under a name and experiment of this pass, with absolute paths."""
+    tree = yaml.safe_load(SPEC.read_text())
+    tree["name"] = f"throughput-{workers}w"
+    tree["experiment"] = f"sweep-throughput-{workers}w-{int(time.time())}"
+    tree["base"] = str((SPEC.parent / tree["base"]).resolve())
+    if quick:
+        tree["overrides"].update(QUICK)
+    path = folder / f"spec-{workers}.yaml"
+    path.write_text(yaml.safe_dump(tree, sort_keys=False))
+    return path
+
+
+def run_pass(spec: Path, workers: int, env: dict, storage: str, logs: Path) -> float:
+    command = [
+        str(Path(sys.executable).parent / "classify"),
+        "sweep",
+        str(spec),
+        "--storage",
+        storage,
+    ]
+    started = time.perf_counter()
+    processes = []
+    for number in range(workers):
+        with (logs / f"{spec.stem}-worker{number}.log").open("w") as out:
+            processes.append(
+                subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+            )
+    codes = [process.wait() for process in processes]
+    wall = time.perf_counter() - started
+    if any(codes):
+        raise SystemExit(f"a worker failed ({codes}); logs in {logs}")
+    return wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 reviews and 1 epoch per point")
+    parser.add_argument("--workers", default="1,2", help="worker counts to time (default 1,2)")
+    args = parser.parse_args()
+    # SIGTERM (kill, a job scheduler) unwinds like Ctrl-C, so that the server is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    counts = [int(count) for count in args.workers.split(",")]
+
+    folder = Path(tempfile.mkdtemp(prefix="classify-throughput-"))
+    folder.chmod(0o755)
+    server_env = {
+        **os.environ,
+        "SERVER_DIR": str(folder / "server"),
+        "PG_PORT": str(free_port()),
+        "PORT": str(free_port()),
+        "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
+    }
+    server_env.pop("MLFLOW_TRACKING_URI", None)
+    (folder / "server").mkdir()
+    (folder / "server").chmod(0o755)
+    script = str(ROOT / "scripts" / "server.sh")
+    started = subprocess.run([script, "start"], env=server_env, capture_output=True, text=True)
+    if started.returncode:
+        raise SystemExit(started.stdout + started.stderr)
+    lines = started.stdout.splitlines()
+    tracking = next(line for line in lines if line.startswith("export ")).split("=", 1)[1]
+    storage = next(line for line in lines if "--storage " in line).split("--storage ", 1)[1]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking}
+    walls = {}
+    try:
+        for workers in counts:
+            spec = spec_copy(folder, workers, args.quick)
+            walls[workers] = run_pass(spec, workers, env, storage, folder)
+    finally:
+        subprocess.run([script, "stop"], env=server_env, capture_output=True)
+    points = len(yaml.safe_load(SPEC.read_text())["points"])
+    print(f"## Sweep throughput ({'quick: ' if args.quick else ''}{points} points of {SPEC.name})")
+    print()
+    print(f"{cpu_model()}, {os.cpu_count()} cores; PostgreSQL + mlflow server on 127.0.0.1")
+    print()
+    print("| workers | wall time (s) | points per minute | speed-up vs 1 worker |")
+    print("|---:|---:|---:|---:|")
+    for workers, wall in walls.items():
+        ratio = walls[counts[0]] / wall
+        print(f"| {workers} | {wall:.0f} | {points / wall * 60:.2f} | {ratio:.2f}x |")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -85,3 +85,32 @@ def test_every_command_and_target_named_exists():
     assert named - commands == set()
     targets = set(re.findall(r"(?:^|`)make ([a-z][a-z-]*)", text, re.M))
     assert targets - make_targets() == set()
+
+
+def docs_pages() -> list[Path]:
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_dry_run_counts_in_the_docs_are_the_specs_point_counts():
+    from classifier.sweeps.spec import expand, load_spec
+
+    claims = [
+        (page, spec, int(count))
+        for page in docs_pages()
+        for spec, count in re.findall(
+            r"classify sweep (\S+\.yaml) --dry-run\s+# list the (\d+) points", page.read_text()
+        )
+    ]
+    assert claims, "no dry-run example found"
+    for page, spec, count in claims:
+        assert len(expand(load_spec(ROOT / spec))) == count, (page.name, spec)
+
+
+def test_the_compare_example_has_the_columns_compare_prints():
+    from classifier.sweeps.compare import ComparisonRow, format_comparison
+
+    row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000)
+    header = format_comparison([row]).splitlines()[0].split()
+    text = (ROOT / "docs" / "tracking.md").read_text()
+    example = text.split("### `classify compare`", 1)[1].split("```text\n", 1)[1].split("```")[0]
+    assert example.splitlines()[0].split() == header

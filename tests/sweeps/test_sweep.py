@@ -15,6 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 import classifier.training.train as training
+from classifier.config.variants import used_params
 from classifier.sweeps.compare import (
     COLUMNS,
     CSV_COLUMNS,
@@ -121,7 +122,7 @@ def test_parent_and_children_structure_and_params(parent, spec_path):
         assert tags["config_hash"] == point.config_hash
         assert tags["variant"] == point.config.model.variant
         assert tags["sweep_label"] == point.label
-        for key, value in point.config.flat().items():
+        for key, value in used_params(point.config.flat()).items():
             assert run.data.params[key] == str(value), key
         assert run.data.params["data.train_reviews"] == "120"
         assert int(run.data.params["model.parameters"]) > 0

@@ -77,7 +77,13 @@ server-stop: ## Stop what make server started
 
 ui: $(STAMP) ## Start the MLflow UI on mlflow.db, bound to 127.0.0.1 (PORT=5000)
 	@echo "MLflow UI: $$($(BIN)/python scripts/ui_url.py $(PORT) mlflow.db)  (store: $(abspath mlflow.db); Ctrl-C stops it)"
-	MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false $(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) --default-artifact-root $(abspath mlruns) --host 127.0.0.1 --port $(PORT)
+	@# One worker, no access log, no deprecation warning from mlflow's own imports: only errors.
+	@MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false MLFLOW_LOGGING_LEVEL=WARNING \
+		PYTHONWARNINGS="ignore:starlette.middleware.wsgi is deprecated" \
+		$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) \
+		--registry-store-uri sqlite:///$(abspath mlflow.db) \
+		--default-artifact-root $(abspath mlruns) --host 127.0.0.1 --port $(PORT) \
+		--workers 1 --uvicorn-opts "--log-level warning"
 
 predict: $(STAMP) ## Classify FILE with the newest registered model (make predict FILE=review.txt)
 	@if [ -z "$(FILE)" ]; then echo "usage: make predict FILE=path [FILE='a.txt b.txt']" >&2; exit 2; fi

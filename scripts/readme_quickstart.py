@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: ``make ui`` in the block becomes this function: the UI in its own process group on PORT, up
-#: to 90 s for it to answer, then the whole group stopped.
+#: to 90 s for it to answer, then the whole group stopped; a warning in its output fails it.
 UI = r"""
 quickstart_ui() {
   setsid make ui PORT="$PORT" > "$UI_LOG" 2>&1 &
@@ -33,6 +33,7 @@ quickstart_ui() {
     if python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=2)" 2>/dev/null; then
       grep -m1 "MLflow UI:" "$UI_LOG"
       kill -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+      if grep -i "warning" "$UI_LOG" >&2; then echo "make ui printed warnings" >&2; return 1; fi
       return 0
     fi
     sleep 1

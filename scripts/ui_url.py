@@ -1,7 +1,8 @@
 """The URL that ``make ui`` prints: the experiment's runs view in the MLflow UI.
 
 Reads the local store (``mlflow.db``) read-only with the standard library, so it costs nothing
-next to the UI's start. With no such experiment yet, the list of experiments.
+next to the UI's start. Without that experiment, the experiment of the newest run (after the
+Quickstart: ``imdb-smoke``); with no run at all, the list of experiments.
 
 Usage: python scripts/ui_url.py PORT [DB] [EXPERIMENT]
 
@@ -23,11 +24,17 @@ def ui_url(port: str, db: Path, experiment: str) -> str:
         return base
     try:
         with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True) as connection:
-            row = connection.execute(
-                "select experiment_id from experiments where name = ? and "
-                "lifecycle_stage = 'active'",
-                (experiment,),
-            ).fetchone()
+            row = (
+                connection.execute(
+                    "select experiment_id from experiments where name = ? and "
+                    "lifecycle_stage = 'active'",
+                    (experiment,),
+                ).fetchone()
+                or connection.execute(  # else the experiment of the newest run
+                    "select runs.experiment_id from runs join experiments using (experiment_id) "
+                    "where experiments.lifecycle_stage = 'active' order by runs.start_time desc"
+                ).fetchone()
+            )
     except sqlite3.Error:
         return base
     return f"{base}/{row[0]}/runs" if row else base

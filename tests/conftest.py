@@ -257,3 +257,33 @@ def spec_path(tmp_path_factory, fixture_data_dir) -> Path:
     from tests.sweep_helpers import spec_tree, write_spec
 
     return write_spec(tmp_path_factory.mktemp("spec") / "tiny.yaml", spec_tree(fixture_data_dir))
+
+
+#: The test files that take longest (measured in CI with --durations, longest first). xdist's
+#: loadfile scheduler hands files out in collection order, so these go first: a long file
+#: started last would leave the other worker idle while it runs.
+LONGEST_FIRST = (
+    "tests/training/test_train_resume.py",
+    "tests/sweeps/test_sweep_postgres.py",
+    "tests/cli/test_fuzz.py",
+    "tests/serving/test_bundle_real.py",
+    "tests/sweeps/test_sweep.py",
+    "tests/sweeps/test_sweep_search.py",
+    "tests/training/test_train_real.py",
+    "tests/sweeps/test_sweep_concurrent.py",
+    "tests/training/test_train.py",
+    "tests/serving/test_predict_real.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Move the longest test files to the front, in :data:`LONGEST_FIRST` order; the rest keep
+    their order (a stable sort)."""
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+
+    def position(item) -> int:
+        path = Path(str(item.fspath)).resolve()
+        relative = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else ""
+        return rank.get(relative, len(rank))
+
+    items.sort(key=position)

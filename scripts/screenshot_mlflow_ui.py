@@ -1,15 +1,20 @@
 #!/usr/bin/env python
-"""Screenshot of the MLflow UI comparing a sweep's runs (chart view), for the README.
+"""Screenshot of the MLflow UI comparing a sweep's variants (chart view), for the README.
 
 It finds the sweep's parent run in the store (by default the newest run of
 ``configs/sweeps/variants.yaml``, the sweep ``make sweep`` runs), saves a view of the
 experiment as the UI's own "share" button does (an experiment tag
-``mlflow.sharedViewState.<key>``: the sweep's child runs, all shown, grouped by variant with
-the mean over seeds; six charts: test accuracy, test ROC-AUC, training time, and training
-accuracy, validation accuracy and validation loss per epoch), starts ``mlflow ui`` on the
-store, drives headless Chromium (Debian's ``chromium`` package) to that view in chart mode,
-saves the PNG and stops the server by its PID. The view's URL is printed: the same view
-opens in ``make ui``.
+``mlflow.sharedViewState.<key>``), starts ``mlflow ui`` on the store, drives headless Chromium
+(Debian's ``chromium`` package) to that view in chart mode, saves the PNG and stops the server
+by its PID. The view's URL is printed: the same view opens in ``make ui``.
+
+The view holds the sweep's child runs, all shown, grouped by variant (the ``sweep_label`` tag)
+with the mean over seeds, and its own chart cards rather than the ones MLflow generates (bars
+from 0, on which 0.87 and 0.91 look alike, and legends that name the groups that fit): two
+scatter plots, one point per variant, of test accuracy against the best validation accuracy
+and against the training time (plotly fits both axes to the points), and validation accuracy
+and validation loss per epoch, one line per variant on a y range fitted to the values logged.
+Two charts a row and the run list hidden give every legend the width to name every variant.
 
 Needs a finished (or partly finished) sweep in the store and ``apt-get install chromium``.
 
@@ -50,12 +55,23 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--hide-scrollbars",
+    # Headless Chromium reports no hover-capable pointer ("(hover: none)"), and plotly.js then
+    # shows every chart's mode bar all the time, over the top right of the plot; a mouse-like
+    # pointer keeps the mode bars hidden as on a desktop browser.
+    "--blink-settings=primaryHoverType=2,availableHoverTypes=2,"
+    "primaryPointerType=4,availablePointerTypes=4",
 ]
 SHARED_VIEW_TAG = "mlflow.sharedViewState."  # what the UI's "share" button writes
-# Six charts (two rows) fill a 1600 x 1150 window. Chromium resolves *.localhost to the loopback address. Under a name other than localhost or
-# 127.0.0.1 the UI does not open its assistant panel over a third of the page; the server is
-# told to accept that name (Host header and same-origin POSTs) and stays bound to 127.0.0.1.
+# Four charts (two rows) fill a 1920 x 1250 window. Chromium resolves *.localhost to the
+# loopback address. Under a name other than localhost or 127.0.0.1 the UI does not open its
+# assistant panel over a third of the page; the server is told to accept that name (Host header
+# and same-origin POSTs) and stays bound to 127.0.0.1.
 BROWSER_HOST = "mlflow-ui.localhost"
+# The view's charts, in one section: test accuracy against the best validation accuracy and
+# against the training time (scatter plots), and validation accuracy and loss per epoch.
+SECTION_ID = "sweep-variants"
+SCATTERS = [("best_val_accuracy", "test_accuracy"), ("train_time_s", "test_accuracy")]
+LINES = ["val_accuracy", "val_loss"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,15 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--output", default=str(ROOT / "docs" / "mlflow-compare.png"), help="PNG to write."
     )
-    parser.add_argument(
-        "--charts",
-        default="^(test_accuracy|test_roc_auc|train_accuracy|train_time_s|val_accuracy|val_loss)$",
-        help="Show the charts whose metric names match this regular expression.",
-    )
+    parser.add_argument("--columns", type=int, default=2, help="Charts per row.")
+    parser.add_argument("--card-height", type=int, default=420, help="Chart height in pixels.")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
-    parser.add_argument("--window-size", default="1600,1150", help="Width,height in pixels.")
+    parser.add_argument("--window-size", default="1920,1250", help="Width,height in pixels.")
     parser.add_argument(
-        "--budget-ms", type=int, default=30000, help="Chromium's --virtual-time-budget."
+        "--budget-ms", type=int, default=60000, help="Chromium's --virtual-time-budget."
     )
     args = parser.parse_args(argv)
 
@@ -103,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
     experiment_id, parent_id = find_sweep(args.spec, args.sweep)
-    key = save_view(experiment_id, parent_id, args.charts)
+    key = save_view(experiment_id, parent_id, args.columns, args.card_height)
     route = f"/#/experiments/{experiment_id}/runs?viewStateShareKey={key}&compareRunsMode=CHART"
 
     port = free_port()
@@ -174,15 +187,32 @@ def find_sweep(spec_path: str, sweep_id: str | None) -> tuple[str, str]:
     return experiment.experiment_id, parent
 
 
-def save_view(experiment_id: str, parent_id: str, charts: str) -> str:
+def save_view(experiment_id: str, parent_id: str, columns: int, card_height: int) -> str:
     """Store the comparison view as a shared view of the experiment; return its key."""
     from mlflow.tracking import MlflowClient
 
     from classifier.runs.tracking import LABEL_TAG, PARENT_TAG
 
+    client = MlflowClient()
+    children = f"tags.{PARENT_TAG} = '{parent_id}'"
+    run_ids = [
+        run.info.run_id for run in client.search_runs([experiment_id], children, max_results=10000)
+    ]
+    cards = [scatter(x, y) for x, y in SCATTERS]
+    cards += [line(metric, history_range(client, run_ids, metric)) for metric in LINES]
+    # The UI adds a generated bar chart for every metric that no card names by its metricKey
+    # (RunsChartsCardConfig.updateChartAndSectionConfigs); a deleted bar card for each metric of
+    # the scatter plots keeps their bars out of the view.
+    cards += [
+        {**card("BAR", metricKey=metric), "uuid": f"bar-{metric}", "deleted": True}
+        for metric in sorted({key for axes in SCATTERS for key in axes})
+    ]
+    shown = sorted({key for axes in SCATTERS for key in axes} | set(LINES))
     state = {
-        "searchFilter": f"tags.{PARENT_TAG} = '{parent_id}'",
-        "orderByKey": "attributes.start_time",
+        "searchFilter": children,
+        # Sorted by attributes.start_time (the UI's default), the UI also fetches the children's
+        # parent run, which would join the charts as an "Unassigned" group in every legend.
+        "orderByKey": "tags.`mlflow.runName`",
         "orderByAsc": True,
         "runsHiddenMode": "SHOW_ALL",
         "groupBy": {
@@ -191,12 +221,91 @@ def save_view(experiment_id: str, parent_id: str, charts: str) -> str:
         },
         "useGroupedValuesInCharts": True,
         "hideEmptyCharts": True,
-        "chartsSearchFilter": charts,
+        # The charts get the page's width: a legend has two lines and names the groups that fit.
+        "runListHidden": True,
+        "compareRunCharts": cards,
+        "compareRunSections": [
+            {
+                "uuid": SECTION_ID,
+                "name": "Sweep variants (mean over seeds)",
+                "display": True,
+                "isReordered": True,
+                "columns": columns,
+                "cardHeight": card_height,
+            },
+            # Where the UI puts the generated charts of the other metrics: collapsed, and hidden
+            # by the charts filter below.
+            {
+                "uuid": "model-metrics",
+                "name": "Model metrics",
+                "display": False,
+                "isReordered": False,
+            },
+            {
+                "uuid": "system-metrics",
+                "name": "System metrics",
+                "display": False,
+                "isReordered": False,
+            },
+        ],
+        "isAccordionReordered": True,
+        "chartsSearchFilter": f"^({'|'.join(shown)})$",
     }
     text = json.dumps(state, sort_keys=True)
     key = "sweep-" + hashlib.sha256(text.encode()).hexdigest()[:16]
-    MlflowClient().set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, text)
+    client.set_experiment_tag(experiment_id, SHARED_VIEW_TAG + key, text)
     return key
+
+
+def card(chart_type: str, **config) -> dict:
+    """A chart card's configuration (RunsChartsCardConfig in MLflow's runs-charts.types.ts)."""
+    return {
+        "type": chart_type,
+        "metricSectionId": SECTION_ID,
+        "deleted": False,
+        "isGenerated": False,
+        "runsCountToCompare": 100,
+        **config,
+    }
+
+
+def scatter(x: str, y: str) -> dict:
+    """One point per variant; plotly fits both axes to the points."""
+    axis = {"type": "METRIC"}
+    return card("SCATTER", uuid=f"{x}-{y}", xaxis={**axis, "key": x}, yaxis={**axis, "key": y})
+
+
+def line(metric: str, y_range: dict[str, float]) -> dict:
+    """One line per variant over the epochs, on the y range ``y_range`` (yMin, yMax)."""
+    return card(
+        "LINE",
+        uuid=metric,
+        metricKey=metric,
+        selectedMetricKeys=[metric],
+        xAxisKey="step",
+        selectedXAxisMetricKey="",
+        xAxisScaleType="linear",
+        scaleType="linear",
+        lineSmoothness=0,
+        useGlobalXaxisKey=False,
+        useGlobalLineSmoothing=False,
+        displayPoints=True,
+        range=y_range,
+    )
+
+
+def history_range(client, run_ids: list[str], metric: str) -> dict[str, float]:
+    """The y range that holds every value of ``metric`` the runs logged, 5% to spare.
+
+    MLflow fills the band between a group's lowest and highest seed down to zero
+    (``fill: "tozeroy"``), which would stretch an auto-ranged accuracy axis to 0.
+    """
+    values = [m.value for run_id in run_ids for m in client.get_metric_history(run_id, metric)]
+    if not values:
+        return {}
+    low, high = min(values), max(values)
+    spare = (high - low) * 0.05 or 0.01
+    return {"yMin": round(low - spare, 4), "yMax": round(high + spare, 4)}
 
 
 def free_port() -> int:

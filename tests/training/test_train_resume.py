@@ -280,22 +280,13 @@ def test_a_diverging_run_fails_and_registers_nothing(store, fixture_data_dir):
     assert MlflowClient().search_registered_models() == []
 
 
-def test_training_leaves_no_temporary_folder(store, fixture_data_dir, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def one_finished_run(fixture_data_dir, tmp_path_factory):
+    """One 2-epoch run, trained once for the tests below: its temporary folder's parent, the
+    names of the checkpoint files it logged in order, and its result."""
     from classifier.config.schema import load_config
 
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    train(
-        load_config(None, overrides(fixture_data_dir, epochs=1, batch_size=16)),
-        echo=lambda line: None,
-    )
-    assert list(tmp_path.glob("classify-train-*")) == []
-
-
-def test_each_checkpoint_logs_its_progress_last(store, fixture_data_dir, monkeypatch):
-    """A ``kill -9`` during the upload then leaves the old progress beside the new model (one
-    epoch retrained on resume), never the new progress beside the old model (one skipped)."""
-    from classifier.config.schema import load_config
-
+    temporary = tmp_path_factory.mktemp("tempdir")
     logged: list[str] = []
     real_log_artifact = mlflow.log_artifact
 
@@ -304,20 +295,33 @@ def test_each_checkpoint_logs_its_progress_last(store, fixture_data_dir, monkeyp
             logged.append(Path(local_path).name)
         return real_log_artifact(local_path, artifact_path, **kwargs)
 
-    monkeypatch.setattr(mlflow, "log_artifact", spy)
-    cfg = load_config(None, overrides(fixture_data_dir, epochs=2, batch_size=16))
-    train(cfg, echo=lambda line: None)
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", uri)
+        patch.setattr(tempfile, "tempdir", str(temporary))
+        patch.setattr(mlflow, "log_artifact", spy)
+        cfg = load_config(None, overrides(fixture_data_dir, epochs=2, batch_size=16))
+        result = train(cfg, echo=lambda line: None)
+    return uri, temporary, logged, result
+
+
+def test_training_leaves_no_temporary_folder(one_finished_run):
+    _, temporary, _, _ = one_finished_run
+    assert list(temporary.glob("classify-train-*")) == []
+
+
+def test_each_checkpoint_logs_its_progress_last(one_finished_run):
+    """A ``kill -9`` during the upload then leaves the old progress beside the new model (one
+    epoch retrained on resume), never the new progress beside the old model (one skipped)."""
+    _, _, logged, _ = one_finished_run
     per_epoch = "".join(logged).split("progress.json")
     assert logged.count("progress.json") == 2 and per_epoch[-1] == ""  # each epoch ends with it
     assert {"last.keras", "vocabulary.txt", "best.weights.h5"} <= set(logged)
 
 
-def test_an_ended_run_keeps_no_heartbeat_tag(store, fixture_data_dir):
+def test_an_ended_run_keeps_no_heartbeat_tag(one_finished_run):
     # b2bae7f: every finished run kept its 'heartbeat' tag, a lease that meant nothing any more
-    from classifier.config.schema import load_config
-
-    cfg = load_config(None, overrides(fixture_data_dir, epochs=1, batch_size=16))
-    result = train(cfg, echo=lambda line: None)
-    run = MlflowClient().get_run(result.run_id)
+    uri, _, _, result = one_finished_run
+    run = MlflowClient(uri).get_run(result.run_id)
     assert run.info.status == "FINISHED"
     assert HEARTBEAT_TAG not in run.data.tags

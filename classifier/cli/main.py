@@ -26,7 +26,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     resumable_config,
     resume_option,
 )
-from classifier.cli.startup import import_tensorflow, reach_store
+from classifier.cli.startup import check_model, import_tensorflow, keras_model, reach_store
 from classifier.config.schema import Config
 from classifier.errors import UserError
 
@@ -116,15 +116,6 @@ def pretrain(
     exit_130_when_interrupted(lambda: run_pretraining(cfg, resume=resume, echo=terminal.Progress()))
 
 
-def _load_model(model_spec: str | None):
-    if model_spec is None or model_spec.startswith(("models:", "runs:")):
-        reach_store(lookup=True)  # a missing local store: load_model says "no model found"
-    import_tensorflow()
-    from classifier.serving.registry import load_model
-
-    return load_model(model_spec)
-
-
 @cli.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @model_option
@@ -181,7 +172,8 @@ def predict(
 
         model = load_bundle(bundle)
     else:
-        model = _load_model(model_spec)
+        check_model(model_spec)
+        model = keras_model(model_spec)
     from classifier.serving.predict import classify_files
 
     failed = classify_files(
@@ -237,8 +229,15 @@ def explain(
       classify explain review.txt -o review.html   # a self-contained HTML page
       sed -n 3p reviews.txt | classify explain - -o third.png
     """
+    from classifier.serving.reviews import STDIN, STDIN_NAME, input_problem
+
+    check_model(model_spec)  # model first, then the input, as predict does; both at once
+    stdin = terminal.stdin_binary() if file == STDIN else None
+    if problem := input_problem(file, stdin):  # at once, not after TensorFlow has loaded
+        terminal.err(f"classify: {STDIN_NAME if file == STDIN else file}: {problem}")
+        sys.exit(1)
     terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
-    model = _load_model(model_spec)
+    model = keras_model(model_spec)
     from classifier.explain.explanation import explain_file, summary
 
     done = explain_file(
@@ -248,7 +247,7 @@ def explain(
         output_format=output_format,
         threshold=threshold,
         err=terminal.err,
-        stdin=terminal.stdin_binary(),
+        stdin=stdin,
     )
     if done is None:
         sys.exit(1)

@@ -33,10 +33,30 @@ def reach_store(absent: str | None = None, lookup: bool = False) -> None:
     """Check the tracking store before the slow imports: a bad one fails in seconds, and one
     of a scheme the project does not support before MLflow is imported."""
     from classifier.config.uris import check_store_uri
-    from classifier.runs.store_paths import tracking_origin, tracking_uri
+    from classifier.runs.store_paths import missing_local_store, tracking_origin, tracking_uri
 
     check_store_uri(tracking_uri(), tracking_origin())
     from classifier.runs import tracking
 
-    if not (lookup and tracking.missing_local_store()):  # a lookup creates no store
+    if not (lookup and missing_local_store()):  # a lookup creates no store
         tracking.configure_tracking(absent=absent)
+
+
+def check_model(model_spec: str | None) -> None:
+    """What can be checked of ``--model`` before TensorFlow loads (seconds): the store that
+    an MLflow URI needs exists, or the local path holds a Keras model."""
+    from classifier.serving.model_source import local_keras_model, refuse_missing_store
+
+    if model_spec is None or model_spec.startswith(("models:", "runs:")):
+        reach_store(lookup=True)
+        refuse_missing_store(model_spec)  # a lookup in a store that does not exist
+    else:
+        local_keras_model(model_spec)
+
+
+def keras_model(model_spec: str | None):
+    """The Keras model of ``--model`` (after :func:`check_model`), TensorFlow loaded."""
+    import_tensorflow()
+    from classifier.serving.registry import load_model
+
+    return load_model(model_spec)

@@ -44,3 +44,10 @@ def sqlite_path(uri: str) -> Path | None:
         return None
     path = unquote(uri.removeprefix("sqlite:///").partition("?")[0])
     return Path(path) if path and path != ":memory:" else None
+
+
+def missing_local_store(uri: str | None = None) -> bool:
+    """True when the store is a SQLite file that does not exist yet: it holds nothing, and a
+    lookup must not create it."""
+    path = sqlite_path(uri or tracking_uri())
+    return path is not None and not path.exists()

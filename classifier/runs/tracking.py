@@ -57,13 +57,6 @@ CONFIG_HASH_TAG = "config_hash"  # every training run: Config.config_hash() of i
 HEALTH_TIMEOUT = 3.0  # seconds a tracking server has to answer GET /health
 
 
-def missing_local_store(uri: str | None = None) -> bool:
-    """True when the store is a SQLite file that does not exist yet: it holds nothing, and a
-    lookup must not create it."""
-    path = sqlite_path(uri or tracking_uri())
-    return path is not None and not path.exists()
-
-
 def configure_tracking(absent: str | None = None) -> str:
     """Point MLflow (tracking and model registry) at :func:`tracking_uri`, check that the store
     answers, and return the URI. For a lookup, ``absent`` is what is missing when a local store

@@ -21,15 +21,20 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import zipfile
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import unquote, urlparse
 
 from classifier.config.schema import TrainConfig
 from classifier.config.uris import model_uri
-from classifier.runs.store_paths import sqlite_path, tracking_uri
+from classifier.errors import ModelError
+from classifier.runs.store_paths import missing_local_store, sqlite_path, tracking_uri
 
 DEFAULT_MODEL = TrainConfig().registered_model  # "imdb-sentiment"
 MANIFEST = "bundle.json"
+KERAS_ARTIFACT = "model.keras"  # the run artefact logged by training
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  # Keras' legacy .h5 format
 BUNDLE_DIR = "bundle"
 _MODELS = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/]+)|/(?P<version>[^/]+))?$")
 _RUNS = re.compile(r"^runs:/(?P<run>[0-9a-f]{32})/?$")
@@ -56,6 +61,70 @@ def find_bundle(spec: str | None) -> Path | None:
     except sqlite3.Error:  # locked, or a schema of another MLflow version: take the slow path
         return None
     return _artefact_bundle(row[0]) if row else None
+
+
+def local_keras_model(spec: str) -> Path | None:
+    """The Keras file a local ``--model`` names, found without TensorFlow: ``None`` when
+    ``spec`` is an MLflow URI; a :class:`ModelError` (one line) when the path cannot hold a
+    model: missing, a folder without a ``.keras`` file, or a file that is neither a ``.keras``
+    zip archive nor HDF5. Commands check it before they load TensorFlow (seconds).
+
+    Example::
+
+        local_keras_model("models:/imdb-sentiment@newest")  # None: MLflow resolves it
+    """
+    parsed = model_uri(spec)  # a scheme the project does not serve: ModelError
+    if parsed.kind != "path":
+        return None
+    path = Path(parsed.value).expanduser()
+    shown = f"--model {spec}"
+    if not path.exists():
+        raise ModelError(f"{shown}: no such file, and not an MLflow URI (models:/..., runs:/...)")
+    return keras_file(path, shown)
+
+
+def refuse_missing_store(spec: str | None) -> None:
+    """A model lookup (``spec`` ``None``, the default model; ``models:/``, ``runs:/``) in a local
+    SQLite store that does not exist finds nothing, and opening the store would create it: say
+    so (:class:`ModelError`), without MLflow."""
+    if (spec is None or spec.startswith(("models:", "runs:"))) and missing_local_store():
+        no_model(spec, f"the tracking store {tracking_uri()} does not exist")
+
+
+def no_model(spec: str | None, where: str) -> NoReturn:
+    """Raise the :class:`ModelError` for a model that is not there (``spec`` ``None``: the
+    default model), saying how to train one."""
+    if spec is None:
+        raise ModelError(
+            f"no model found: {where}; train one with `classify train` (for a quick one: "
+            "classify train --config configs/smoke.yaml --set train.registered_model="
+            f"{DEFAULT_MODEL}), or pass --model PATH|URI"
+        )
+    raise ModelError(f"--model {spec}: {where}; `classify train` registers one")
+
+
+def keras_file(path: Path, shown: str) -> Path:
+    """``path``, or the ``.keras`` file in the folder ``path``, checked to be a Keras archive
+    (zip, or legacy HDF5) by its first bytes; else a :class:`ModelError` that starts with
+    ``shown``."""
+    if path.is_dir():
+        candidates = [path / KERAS_ARTIFACT, *sorted(path.glob("*.keras"))]
+        candidates += sorted((path / "artifacts").glob("*.keras"))  # an MLflow pyfunc folder
+        found = [candidate for candidate in candidates if candidate.is_file()]
+        if not found:
+            raise ModelError(f"{shown}: a folder without a .keras model in it")
+        path = found[0]
+    try:
+        with path.open("rb") as file:
+            is_hdf5 = file.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE
+        is_model = is_hdf5 or zipfile.is_zipfile(path)
+    except OSError as error:
+        raise ModelError(f"{shown}: cannot read it ({error.strerror or error})") from None
+    if not is_model:
+        raise ModelError(
+            f"{shown}: not a loadable Keras model (neither a .keras zip archive nor HDF5)"
+        )
+    return path
 
 
 def _local(path: Path) -> Path | None:

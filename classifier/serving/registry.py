@@ -20,7 +20,6 @@ import importlib.metadata
 import os
 import tempfile
 from pathlib import Path
-from typing import NoReturn
 
 import keras
 import mlflow
@@ -30,22 +29,25 @@ from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
 from classifier.config.schema import TrainConfig
-from classifier.config.uris import model_uri
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError, first_line
 from classifier.runs.tracking import (
     MODEL_ALIAS,
     PACKAGE_DIR,
     configure_tracking,
-    missing_local_store,
-    tracking_uri,
 )
 from classifier.serving.keras_engine import load_keras_model
+from classifier.serving.model_source import (
+    KERAS_ARTIFACT,
+    keras_file,
+    local_keras_model,
+    no_model,
+    refuse_missing_store,
+)
 from classifier.serving.pyfunc import SentimentModel
 
 DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
 LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
-KERAS_ARTIFACT = "model.keras"  # the run artefact logged by training
 
 
 def load_model(spec: str | None = None) -> keras.Model:
@@ -61,25 +63,14 @@ def load_model(spec: str | None = None) -> keras.Model:
     """
     if spec is None:
         return _load_from_mlflow(f"models:/{DEFAULT_MODEL_NAME}@{LATEST}", default=True)
-    parsed = model_uri(spec)  # a scheme the project does not serve: ModelError
-    if parsed.kind != "path":  # models:/ or runs:/
+    path = local_keras_model(spec)  # a path that cannot hold a model: ModelError
+    if path is None:  # models:/ or runs:/
         return _load_from_mlflow(spec)
-    path = Path(parsed.value).expanduser()
-    if path.exists():
-        return _load_local(path, f"--model {spec}")
-    raise ModelError(
-        f"--model {spec}: no such file, and not an MLflow URI (models:/..., runs:/...)"
-    )
+    return _load_local(path, f"--model {spec}")
 
 
 def _load_local(path: Path, shown: str) -> keras.Model:
-    if path.is_dir():
-        candidates = [path / KERAS_ARTIFACT, *sorted(path.glob("*.keras"))]
-        candidates += sorted((path / "artifacts").glob("*.keras"))  # an MLflow pyfunc folder
-        found = [candidate for candidate in candidates if candidate.is_file()]
-        if not found:
-            raise ModelError(f"{shown}: a folder without a .keras model in it")
-        path = found[0]
+    path = keras_file(path, shown)
     try:
         model = load_keras_model(path)
     except Exception as error:  # noqa: BLE001 - Keras raises many kinds for a bad file
@@ -101,9 +92,7 @@ def _check_end_to_end(model, shown: str) -> None:
 
 def _load_from_mlflow(uri: str, default: bool = False) -> keras.Model:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    if uri.startswith(("models:", "runs:")) and missing_local_store():
-        # A local store that does not exist holds no model; opening it would create it.
-        _no_model(uri, f"the tracking store {tracking_uri()} does not exist", default)
+    refuse_missing_store(None if default else uri)
     store = configure_tracking()
     with tempfile.TemporaryDirectory(prefix="classify-model-") as workdir:
         try:
@@ -142,7 +131,7 @@ def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> 
         return mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(workdir))
     versions = client.search_model_versions(f"name = '{name}'")
     if not versions:
-        _no_model(uri, f"no registered model {name!r} in {store}", default)
+        no_model(None if default else uri, f"no registered model {name!r} in {store}")
     wanted = (alias or ref).lower()
     if wanted == LATEST:
         version = max(versions, key=lambda v: int(v.version))
@@ -168,16 +157,6 @@ def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> 
         return mlflow.artifacts.download_artifacts(
             artifact_uri=f"models:/{name}/{version.version}", dst_path=str(workdir / "model")
         )
-
-
-def _no_model(uri: str, where: str, default: bool) -> NoReturn:
-    if default:
-        raise ModelError(
-            f"no model found: {where}; train one with `classify train` (for a quick one: "
-            "classify train --config configs/smoke.yaml --set train.registered_model="
-            f"{DEFAULT_MODEL_NAME}), or pass --model PATH|URI"
-        )
-    raise ModelError(f"--model {uri}: {where}; `classify train` registers one")
 
 
 def _is_version_ref(ref: str) -> bool:

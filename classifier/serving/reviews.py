@@ -135,6 +135,33 @@ def _open(path: str, name: str, reporter: Reporter, stdin: BinaryIO | None) -> B
     return None
 
 
+def input_problem(path: str, stdin: BinaryIO | None) -> str | None:
+    """Why ``path`` (``-``: ``stdin``) cannot be read, found without opening it (a FIFO would
+    block), or ``None``; the words :func:`read_reviews` would report. Commands that load a model
+    first check their inputs with it, so a missing file is one line at once, not after
+    TensorFlow has loaded.
+
+    Example::
+
+        input_problem("/no/such/review.txt", None)  # 'no such file'
+    """
+    if path == STDIN:
+        return "standard input is closed" if stdin is None else None
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except PermissionError:
+        return "permission denied"
+    except OSError as error:
+        return f"cannot open ({error.strerror or error})"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
 def open_binary(path: str) -> BinaryIO:
     """Open ``path`` for reading bytes (a seam for tests)."""
     return open(path, "rb")  # noqa: SIM115 - closed by read_reviews

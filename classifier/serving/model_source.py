@@ -114,6 +114,8 @@ def keras_file(path: Path, shown: str) -> Path:
         if not found:
             raise ModelError(f"{shown}: a folder without a .keras model in it")
         path = found[0]
+    if not path.is_file():  # a FIFO or a device: reading it could block or never end
+        raise ModelError(f"{shown}: not a regular file")
     try:
         with path.open("rb") as file:
             is_hdf5 = file.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE

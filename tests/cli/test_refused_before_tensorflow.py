@@ -47,6 +47,7 @@ def folder(tmp_path) -> Path:
     (tmp_path / "review.txt").write_text("A wonderful film.\n")
     (tmp_path / "notes.txt").write_text("not a model\n")
     (tmp_path / "empty").mkdir()
+    os.mkfifo(tmp_path / "pipe")  # nobody writes to it: reading it would wait for ever
     return tmp_path
 
 
@@ -77,13 +78,26 @@ def folder(tmp_path) -> Path:
             "classify: error: --model empty: a folder without a .keras model in it",
         ),
         (
+            ["predict", "--model", "pipe", "review.txt"],
+            2,
+            "classify: error: --model pipe: not a regular file",
+        ),
+        (
             ["explain", "--model", "gone.keras", "review.txt"],
             2,
             "classify: error: --model gone.keras: no such file, and not an MLflow URI "
             "(models:/..., runs:/...)",
         ),
     ],
-    ids=["missing", "folder", "explain-not-a-model", "predict-not-a-model", "no-keras", "gone"],
+    ids=[
+        "missing",
+        "folder",
+        "explain-not-a-model",
+        "predict-not-a-model",
+        "no-keras",
+        "fifo",
+        "gone",
+    ],
 )
 def test_refused_in_one_line_without_tensorflow(folder, args, code, line):
     done = classify(*args, cwd=folder)

@@ -11,6 +11,8 @@ that ``classify predict`` can answer in well under a second.
 
 Anything else (a ``.keras`` file, a tracking server, a run without a bundle, a schema this module
 does not know) gives ``None``, and the caller loads the Keras model through MLflow as before.
+What cannot hold a model is refused here too, before TensorFlow loads
+(:func:`local_keras_model`, :func:`refuse_missing_store`).
 
 Example (a store in which training registered imdb-sentiment)::
 

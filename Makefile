@@ -52,7 +52,7 @@ pretrain: $(STAMP) ## Pretrain the encoder on the unlabelled reviews (PRETRAIN_C
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 
 test: $(STAMP) ## Run the tests, real-data tests included, a worker per core up to 4 (TEST_JOBS=0: none)
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP) ## Check lint and formatting with ruff
 	$(BIN)/ruff check .

@@ -259,20 +259,24 @@ def spec_path(tmp_path_factory, fixture_data_dir) -> Path:
     return write_spec(tmp_path_factory.mktemp("spec") / "tiny.yaml", spec_tree(fixture_data_dir))
 
 
-#: The test files that take longest (measured in CI with --durations, longest first). xdist's
-#: loadfile scheduler hands files out in collection order, so these go first: a long file
-#: started last would leave the other worker idle while it runs.
+#: The test files that take longest (measured in CI with --durations, longest first). With
+#: ``--no-loadscope-reorder`` (``make test``) xdist's loadfile scheduler hands files out in
+#: collection order, so these go first: a long file started last would leave the other worker
+#: idle while it runs. (By default xdist orders files by their number of tests, which put the
+#: PostgreSQL sweep test and the fuzzer, one or two tests each, last.)
 LONGEST_FIRST = (
-    "tests/training/test_train_resume.py",
     "tests/sweeps/test_sweep_postgres.py",
-    "tests/cli/test_fuzz.py",
+    "tests/training/test_train_resume.py",
+    "tests/training/test_train.py",
     "tests/serving/test_bundle_real.py",
     "tests/sweeps/test_sweep.py",
+    "tests/data/test_data_real.py",
+    "tests/pretraining/test_pretrain.py",
+    "tests/cli/test_fuzz.py",
+    "tests/serving/test_predict_real.py",
     "tests/sweeps/test_sweep_search.py",
     "tests/training/test_train_real.py",
     "tests/sweeps/test_sweep_concurrent.py",
-    "tests/training/test_train.py",
-    "tests/serving/test_predict_real.py",
 )
 
 

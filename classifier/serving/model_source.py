@@ -80,7 +80,11 @@ def local_keras_model(spec: str) -> Path | None:
         return None
     path = Path(parsed.value).expanduser()
     shown = f"--model {spec}"
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as error:  # a name too long, a loop of links
+        raise ModelError(f"{shown}: cannot read it ({error.strerror or error})") from None
+    if not exists:
         raise ModelError(f"{shown}: no such file, and not an MLflow URI (models:/..., runs:/...)")
     return keras_file(path, shown)
 
@@ -133,8 +137,11 @@ def keras_file(path: Path, shown: str) -> Path:
 
 def _local(path: Path) -> Path | None:
     for folder in (path, path / BUNDLE_DIR):
-        if (folder / MANIFEST).is_file():
-            return folder
+        try:
+            if (folder / MANIFEST).is_file():
+                return folder
+        except OSError:  # a name too long: no bundle; local_keras_model says why
+            return None
     return None
 
 

@@ -83,6 +83,11 @@ def folder(tmp_path) -> Path:
             "classify: error: --model pipe: not a regular file",
         ),
         (
+            ["predict", "--model", "x" * 5000, "review.txt"],
+            2,
+            f"classify: error: --model {'x' * 5000}: cannot read it (File name too long)",
+        ),
+        (
             ["explain", "--model", "gone.keras", "review.txt"],
             2,
             "classify: error: --model gone.keras: no such file, and not an MLflow URI "
@@ -96,6 +101,7 @@ def folder(tmp_path) -> Path:
         "predict-not-a-model",
         "no-keras",
         "fifo",
+        "name-too-long",
         "gone",
     ],
 )

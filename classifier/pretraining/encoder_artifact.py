@@ -86,7 +86,11 @@ def register_encoder(run_id: str, name: str):
     """Register the run's ``encoder/`` as a new version of ``name`` and move ``newest`` to it."""
     client = MlflowClient()
     if not client.search_registered_models(filter_string=f"name = '{name}'"):
-        client.create_registered_model(name)
+        try:
+            client.create_registered_model(name)
+        except MlflowException as error:  # another process registered it meanwhile
+            if error.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
     source = f"{client.get_run(run_id).info.artifact_uri}/{ENCODER_DIR}"
     version = client.create_model_version(name, source=source, run_id=run_id)
     client.set_registered_model_alias(name, MODEL_ALIAS, version.version)

@@ -178,7 +178,9 @@ def ensure_experiment(name: str) -> str:
     tagged as model training, so that the MLflow UI opens it on the runs view.
 
     A new experiment in a local SQLite store keeps its artefacts beside the database
-    (``mlruns/`` next to ``mlflow.db``), not relative to the current directory.
+    (``mlruns/`` next to ``mlflow.db``), not relative to the current directory. Processes that
+    start together (the workers of a sweep) may all find no experiment: one creates it, and
+    the others use the one it created.
     """
     client = MlflowClient()
     experiment = client.get_experiment_by_name(name)
@@ -187,10 +189,15 @@ def ensure_experiment(name: str) -> str:
         path = sqlite_path(mlflow.get_tracking_uri())
         if path is not None:
             location = (path.resolve().parent / "mlruns").as_uri()
-        experiment_id = client.create_experiment(
-            name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
-        )
-    else:
+        try:
+            experiment_id = client.create_experiment(
+                name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
+            )
+        except MlflowException as error:
+            experiment = client.get_experiment_by_name(name)  # another process was first
+            if error.error_code != "RESOURCE_ALREADY_EXISTS" or experiment is None:
+                raise
+    if experiment is not None:
         experiment_id = experiment.experiment_id
         if experiment.tags.get(EXPERIMENT_KIND_TAG) != MODEL_TRAINING:
             client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, MODEL_TRAINING)

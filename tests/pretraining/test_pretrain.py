@@ -331,3 +331,20 @@ def test_a_resumed_pipeline_masks_afresh_instead_of_replaying_epoch_one(fixture_
     # Fresh runs stay reproducible; after a resume the training masks are new, the held-out
     # reviews keep theirs, so that the held-out figures still compare across the resume.
     assert same == [True, False, True]
+
+
+def test_an_encoder_name_registered_by_another_process_meanwhile_is_used(tmp_path, monkeypatch):
+    """Two pretrainings that finish together both find no registered encoder; the second one's
+    create fails with RESOURCE_ALREADY_EXISTS: it adds its version to the one the first made."""
+    from classifier.pretraining.encoder_artifact import register_encoder
+    from classifier.runs.tracking import configure_tracking, ensure_experiment
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    configure_tracking()
+    experiment_id = ensure_experiment("registry")  # this store's own, whatever ran before
+    run_ids = [MlflowClient().create_run(experiment_id).info.run_id for _ in range(2)]
+    register_encoder(run_ids[0], "encoder")  # the other process, a moment earlier
+    monkeypatch.setattr(MlflowClient, "search_registered_models", lambda self, **kwargs: [])
+    version = register_encoder(run_ids[1], "encoder")
+    assert (str(version.version), version.run_id) == ("2", run_ids[1])
+    assert str(MlflowClient().get_model_version_by_alias("encoder", "newest").version) == "2"

@@ -46,6 +46,7 @@ def _start_together(uri: str, index: int, barrier, results) -> None:
         experiment_id = tracking.ensure_experiment(f"together-{index}")
         with mlflow.start_run(experiment_id=experiment_id):
             mlflow.log_metric("index", index)
+        tracking.ensure_experiment("together")  # one name for all (the workers of one sweep)
         results.put((index, "ok"))
     except BaseException as error:  # noqa: BLE001 - reported to the parent
         results.put((index, f"{type(error).__name__}: {str(error)[:300]}"))
@@ -74,9 +75,29 @@ def test_processes_started_together_on_a_fresh_sqlite_store_all_succeed(tmp_path
     with sqlite3.connect(db) as connection:
         names = {row[0] for row in connection.execute("SELECT name FROM experiments")}
         runs = connection.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-    assert {f"together-{index}" for index in range(PROCESSES)} <= names
+    assert {"together", *(f"together-{index}" for index in range(PROCESSES))} <= names
     assert runs == PROCESSES
     assert (tmp_path / "mlflow.db.lock").is_file()  # left in place: removing it would race
+
+
+def test_an_experiment_made_by_another_process_meanwhile_is_used(tmp_path, monkeypatch):
+    """Two workers of a sweep both find no experiment; the second one's create fails with
+    RESOURCE_ALREADY_EXISTS (an internal error once): it uses the experiment the first made."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    configure_tracking()
+    first = tracking.ensure_experiment("sweep")  # the other worker, a moment earlier
+    lookup = MlflowClient.get_experiment_by_name
+    looks = []
+
+    def looked_before_it_was_made(self, name):
+        looks.append(name)
+        return None if len(looks) == 1 else lookup(self, name)  # the first look: not yet
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", looked_before_it_was_made)
+    assert tracking.ensure_experiment("sweep") == first
+    assert looks == ["sweep", "sweep"]
 
 
 def test_a_fresh_store_is_created_quietly_and_reopened(tmp_path, monkeypatch, capfd):

@@ -66,8 +66,9 @@ SPEC ?= configs/sweeps/variants.yaml
 PORT ?= 5000
 
 # STORAGE: the Optuna storage that workers on several machines share (make server prints it).
-sweep: $(STAMP) ## Work on a sweep until no point is left (SPEC=configs/sweeps/quick.yaml, STORAGE=postgresql://...)
-	$(BIN)/classify sweep $(SPEC) $(if $(STORAGE),--storage '$(STORAGE)')
+# THREADS: TensorFlow threads of this worker (several workers on one machine: cores / workers).
+sweep: $(STAMP) ## Work on a sweep until no point is left (SPEC=configs/sweeps/quick.yaml, STORAGE=postgresql://..., THREADS=1)
+	$(BIN)/classify sweep $(SPEC) $(if $(STORAGE),--storage '$(STORAGE)') $(if $(THREADS),--threads $(THREADS))
 
 server: $(STAMP) ## Start PostgreSQL and an MLflow server on it (127.0.0.1) for sweeps on many machines
 	PORT=$(PORT) scripts/server.sh start

@@ -1,14 +1,17 @@
-"""Sweep throughput: one sweep run by 1 worker, then by 2 workers, against a real PostgreSQL and
-``mlflow server`` started by ``scripts/server.sh`` (what ``make server`` runs).
+"""Sweep throughput: one sweep run by 1 worker, then by 2 workers, then by 2 workers of
+``--threads 1``, against a real PostgreSQL and ``mlflow server`` started by
+``scripts/server.sh`` (what ``make server`` runs).
 
 Each worker is a ``classify sweep SPEC --storage URL`` process, started as a user would start it
 on another machine. The wall time counts from the first worker's start to the last worker's
-exit, TensorFlow's import and the MLflow logging included. Each pass runs a fresh copy of the
-spec (its own experiment), so no pass reuses another's runs. Prints one markdown table.
+exit, TensorFlow's import and the MLflow logging included; the speed-up is against the first
+pass. Each pass runs a fresh copy of the spec (its own experiment), so no pass reuses another's
+runs. Prints one markdown table.
 
 Usage:
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/sweep_throughput.py
     python benchmarks/sweep_throughput.py --quick   # the quick sweep on 1,000 reviews, 1 epoch
+    python benchmarks/sweep_throughput.py --workers 1,2,2/1   # 2/1: 2 workers, --threads 1 each
 """
 
 from __future__ import annotations
@@ -53,26 +56,30 @@ def cpu_model() -> str:
         return platform.processor() or "unknown CPU"
 
 
-def spec_copy(folder: Path, workers: int, quick: bool) -> Path:
+def spec_copy(folder: Path, label: str, quick: bool) -> Path:
     """The quick sweep under a name and experiment of this pass, with absolute paths."""
+    tag = label.replace("/", "t")
     tree = yaml.safe_load(SPEC.read_text())
-    tree["name"] = f"throughput-{workers}w"
-    tree["experiment"] = f"sweep-throughput-{workers}w-{int(time.time())}"
+    tree["name"] = f"throughput-{tag}"
+    tree["experiment"] = f"sweep-throughput-{tag}-{int(time.time())}"
     tree["base"] = str((SPEC.parent / tree["base"]).resolve())
     if quick:
         tree["overrides"].update(QUICK)
-    path = folder / f"spec-{workers}.yaml"
+    path = folder / f"spec-{tag}.yaml"
     path.write_text(yaml.safe_dump(tree, sort_keys=False))
     return path
 
 
-def run_pass(spec: Path, workers: int, env: dict, storage: str, logs: Path) -> float:
+def run_pass(
+    spec: Path, workers: int, threads: int | None, env: dict, storage: str, logs: Path
+) -> float:
     command = [
         str(Path(sys.executable).parent / "classify"),
         "sweep",
         str(spec),
         "--storage",
         storage,
+        *(["--threads", str(threads)] if threads else []),
     ]
     started = time.perf_counter()
     processes = []
@@ -91,11 +98,15 @@ def run_pass(spec: Path, workers: int, env: dict, storage: str, logs: Path) -> f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1,000 reviews and 1 epoch per point")
-    parser.add_argument("--workers", default="1,2", help="worker counts to time (default 1,2)")
+    parser.add_argument(
+        "--workers",
+        default="1,2,2/1",
+        help="passes to time: worker counts, W/T for W workers of --threads T (default 1,2,2/1)",
+    )
     args = parser.parse_args()
     # SIGTERM (kill, a job scheduler) unwinds like Ctrl-C, so that the server is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    counts = [int(count) for count in args.workers.split(",")]
+    passes = args.workers.split(",")
 
     folder = Path(tempfile.mkdtemp(prefix="classify-throughput-"))
     folder.chmod(0o755)
@@ -119,9 +130,12 @@ def main() -> None:
     env = {**os.environ, "MLFLOW_TRACKING_URI": tracking}
     walls = {}
     try:
-        for workers in counts:
-            spec = spec_copy(folder, workers, args.quick)
-            walls[workers] = run_pass(spec, workers, env, storage, folder)
+        for label in passes:
+            workers, _, threads = label.partition("/")
+            spec = spec_copy(folder, label, args.quick)
+            walls[label] = run_pass(
+                spec, int(workers), int(threads) if threads else None, env, storage, folder
+            )
     finally:
         subprocess.run([script, "stop"], env=server_env, capture_output=True)
     points = len(yaml.safe_load(SPEC.read_text())["points"])
@@ -129,11 +143,13 @@ def main() -> None:
     print()
     print(f"{cpu_model()}, {os.cpu_count()} cores; PostgreSQL + mlflow server on 127.0.0.1")
     print()
-    print("| workers | wall time (s) | points per minute | speed-up vs 1 worker |")
-    print("|---:|---:|---:|---:|")
-    for workers, wall in walls.items():
-        ratio = walls[counts[0]] / wall
-        print(f"| {workers} | {wall:.0f} | {points / wall * 60:.2f} | {ratio:.2f}x |")
+    print("| workers | threads each | wall time (s) | points per minute | speed-up |")
+    print("|---:|---:|---:|---:|---:|")
+    for label, wall in walls.items():
+        workers, _, threads = label.partition("/")
+        ratio = walls[passes[0]] / wall
+        row = f"| {workers} | {threads or 'default'} | {wall:.0f} | {points / wall * 60:.2f} |"
+        print(f"{row} {ratio:.2f}x |")
     shutil.rmtree(folder, ignore_errors=True)
 
 

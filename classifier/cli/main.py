@@ -289,6 +289,13 @@ def explain(
     metavar="SECONDS",
     help="Seconds without a heartbeat after which a worker's point goes to another worker.",
 )
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 1024),
+    metavar="N",
+    help="TensorFlow threads of this worker [default: one per core]; with several workers on "
+    "one machine, cores divided by workers.",
+)
 def sweep(
     spec_path: str,
     dry_run: bool,
@@ -296,6 +303,7 @@ def sweep(
     show_status: bool,
     retries: int,
     grace: float,
+    threads: int | None,
 ) -> None:
     """Train every point of a sweep spec as nested MLflow runs under one parent run.
 
@@ -313,6 +321,7 @@ def sweep(
       classify sweep configs/sweeps/quick.yaml
       classify sweep configs/sweeps/quick.yaml --status
       classify sweep configs/sweeps/search.yaml --storage postgresql://optuna@127.0.0.1:5433/optuna
+      classify sweep configs/sweeps/quick.yaml --threads 1 & classify sweep configs/sweeps/quick.yaml --threads 1
     """
     from classifier.config.uris import sweep_storage_url
     from classifier.sweeps import spec as sweep_spec
@@ -331,7 +340,7 @@ def sweep(
 
         terminal.out(sweep_status(spec, storage))
         return
-    import_tensorflow()
+    import_tensorflow(threads)
     from classifier.runs.interrupts import stop_on_signals
     from classifier.sweeps import run as sweeps
 

@@ -13,12 +13,17 @@ import os
 import sys
 
 
-def import_tensorflow() -> None:
+def import_tensorflow(threads: int | None = None) -> None:
     """Import TensorFlow with file descriptor 2 on /dev/null (unless verbose): its C++ side
     prints oneDNN and absl lines at import even with ``TF_CPP_MIN_LOG_LEVEL=3``. Only the
-    import is silenced, so an import error's traceback and everything after still shows."""
-    if os.environ.get("CLASSIFY_VERBOSE") == "1" or "tensorflow" in sys.modules:
-        return
+    import is silenced, so an import error's traceback and everything after still shows.
+    ``threads``: see :func:`limit_threads`."""
+    if os.environ.get("CLASSIFY_VERBOSE") != "1" and "tensorflow" not in sys.modules:
+        _import_silenced()
+    limit_threads(threads)
+
+
+def _import_silenced() -> None:
     saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 2)
     try:
@@ -27,6 +32,24 @@ def import_tensorflow() -> None:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(null)
+
+
+def limit_threads(threads: int | None) -> None:
+    """Run TensorFlow's ops on ``threads`` threads (within an op, and as many ops at once), or
+    on TensorFlow's default (one per core) for None; before the first op, as
+    :func:`import_tensorflow` calls it. Two sweep workers on one 2-core machine then take a core
+    each instead of both contending for both.
+
+    Example::
+
+        import_tensorflow(threads=1)  # tf.config.threading.get_intra_op_parallelism_threads() == 1
+    """
+    if threads is None:
+        return
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
 def reach_store(absent: str | None = None, lookup: bool = False) -> None:

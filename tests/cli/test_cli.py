@@ -152,6 +152,11 @@ def test_resume_needs_a_run_id_before_anything_is_imported(tmp_path, value):
         (["explain", "--model", " ", "review.txt"], "--model", "must not be empty"),
         (["explain", "-o", "", "review.txt"], "-o' / '--output", "must not be empty"),
         (["data", "--config", ""], "--config", "must not be empty"),
+        (
+            ["sweep", "configs/sweeps/quick.yaml", "--threads", "0"],
+            "--threads",
+            "0 is not in the range 1<=x<=1024.",
+        ),
         (["train", "--data-dir", ""], "--data-dir", "must not be empty"),
     ],
 )
@@ -285,3 +290,20 @@ def test_the_help_of_model_offers_a_bundle_only_where_one_can_serve():
     explain, predict = run("explain", "--help").output, run("predict", "--help").output
     assert "bundle" not in " ".join(explain.split())
     assert "a run's LiteRT bundle folder" in " ".join(predict.split())
+
+
+def test_threads_limits_tensorflow_to_that_many_threads():
+    """``classify sweep --threads 1`` (two workers on one 2-core machine): TensorFlow's thread
+    pools are set before its first op, which then runs."""
+    script = (
+        "from classifier.cli.startup import import_tensorflow\n"
+        "import_tensorflow(threads=1)\n"
+        "import tensorflow as tf\n"
+        "threading = tf.config.threading\n"
+        "print(float(tf.reduce_sum(tf.ones(3))), threading.get_intra_op_parallelism_threads(),"
+        " threading.get_inter_op_parallelism_threads())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.split() == ["3.0", "1", "1"]

@@ -21,7 +21,8 @@ def test_two_sweeps_of_one_spec_split_the_points(fixture_data_dir, tmp_path):
     MlflowClient().search_experiments()  # the store exists before the two processes start
     spec = write_spec(tmp_path / "tiny.yaml", spec_tree(fixture_data_dir))
     env = {**os.environ, "MLFLOW_TRACKING_URI": store, "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "classifier", "sweep", str(spec)]
+    # --threads 1: two workers on one machine take a core each, as docs/tracking.md advises.
+    command = [sys.executable, "-m", "classifier", "sweep", str(spec), "--threads", "1"]
     processes = [
         subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -90,7 +90,7 @@ predict: $(STAMP) ## Classify FILE with the newest registered model (make predic
 	@if [ -z "$(FILE)" ]; then echo "usage: make predict FILE=path [FILE='a.txt b.txt']" >&2; exit 2; fi
 	$(BIN)/classify predict $(FILE)
 
-BENCHMARKS := attention_kernels train_throughput predict_throughput baseline_sklearn
+BENCHMARKS := attention_kernels train_throughput predict_throughput baseline_sklearn allocator
 BENCH_OUT = benchmarks/results$(if $(QUICK),-quick).md
 
 bench: $(STAMP) ## Run the benchmarks, tables into benchmarks/results.md (QUICK=1: minutes)

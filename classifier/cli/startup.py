@@ -9,8 +9,17 @@ Example (in a click command)::
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
+
+# glibc's mallopt parameters (malloc.h) and the values keep_freed_memory gives them.
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+MALLOC_SETTINGS = (
+    (M_MMAP_THRESHOLD, 32 * 2**20),  # glibc's largest: blocks up to 32 MiB come from its heaps
+    (M_TRIM_THRESHOLD, 2**30),  # the free top of a heap goes back to the kernel beyond 1 GiB
+    (M_TOP_PAD, 64 * 2**20),  # a heap grows by 64 MiB at least
+)
 
 
 def import_tensorflow(threads: int | None = None) -> None:
@@ -18,9 +27,35 @@ def import_tensorflow(threads: int | None = None) -> None:
     prints oneDNN and absl lines at import even with ``TF_CPP_MIN_LOG_LEVEL=3``. Only the
     import is silenced, so an import error's traceback and everything after still shows.
     ``threads``: see :func:`limit_threads`."""
-    if os.environ.get("CLASSIFY_VERBOSE") != "1" and "tensorflow" not in sys.modules:
-        _import_silenced()
+    if "tensorflow" not in sys.modules:
+        keep_freed_memory()
+        if os.environ.get("CLASSIFY_VERBOSE") != "1":
+            _import_silenced()
     limit_threads(threads)
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc's malloc keep the memory that TensorFlow frees, instead of handing it back to
+    the kernel and page-faulting it in again at the next step; True where it was set.
+
+    By default glibc gives the free top of a heap back beyond a threshold that starts at 128
+    KiB, and serves large blocks with mmap, unmapped again on free. ``nbow``'s training steps
+    allocate and free many tensors of up to tens of MB (the gradients and Adam's updates of its
+    4.2 million n-gram rows): 8,400 minor page faults a step, and a quarter of the step's time
+    (``benchmarks/allocator.py``). Blocks over 32 MiB are mmapped still (glibc's limit). A
+    user's own ``MALLOC_*`` settings win; other C libraries are left alone.
+
+    Example::
+
+        keep_freed_memory()  # True on Linux with glibc, before TensorFlow is imported
+    """
+    if sys.platform != "linux" or any(name.startswith("MALLOC_") for name in os.environ):
+        return False
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc
+        return False
+    return [mallopt(name, value) for name, value in MALLOC_SETTINGS] == [1, 1, 1]
 
 
 def _import_silenced() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,12 +45,20 @@ def page_faults(mode: str) -> tuple[str, int]:
     return kept, int(faults)
 
 
+def huge_pages_always() -> bool:
+    """Transparent huge pages for every mapping: 2 MiB pages, far fewer faults to count."""
+    path = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+    return path.is_file() and "[always]" in path.read_text()
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc")
+@pytest.mark.skipif(huge_pages_always(), reason="transparent huge pages: always")
 def test_freed_memory_is_reused_without_page_faults():
+    pages = 30 * 3 * 1024  # 30 rounds of 3 blocks of 1,024 pages
     kept, default = page_faults("default")
-    assert kept == "False" and default > 30 * 3 * 1000  # every round faults its 3,072 pages in
+    assert kept == "False" and default > pages / 2  # most rounds fault their blocks in again
     kept, keep = page_faults("keep")
-    assert kept == "True" and keep < default / 10  # the first round only
+    assert kept == "True" and keep < pages / 10  # the first round only
 
 
 def test_a_users_own_malloc_settings_win(monkeypatch):

@@ -1,5 +1,6 @@
 """What a command does before its slow imports: check the tracking store (a bad one fails in
-seconds), then import TensorFlow without its C++ start-up lines. Imports nothing heavy itself.
+seconds), then import TensorFlow without its C++ start-up lines, with glibc's malloc set to keep
+the memory it frees, and on as many threads as asked. Imports nothing heavy itself.
 
 Example (in a click command)::
 
@@ -26,7 +27,7 @@ def import_tensorflow(threads: int | None = None) -> None:
     """Import TensorFlow with file descriptor 2 on /dev/null (unless verbose): its C++ side
     prints oneDNN and absl lines at import even with ``TF_CPP_MIN_LOG_LEVEL=3``. Only the
     import is silenced, so an import error's traceback and everything after still shows.
-    ``threads``: see :func:`limit_threads`."""
+    Before the import, :func:`keep_freed_memory`; after it, ``threads`` (:func:`limit_threads`)."""
     if "tensorflow" not in sys.modules:
         keep_freed_memory()
         if os.environ.get("CLASSIFY_VERBOSE") != "1":

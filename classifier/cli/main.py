@@ -321,7 +321,7 @@ def sweep(
       classify sweep configs/sweeps/quick.yaml
       classify sweep configs/sweeps/quick.yaml --status
       classify sweep configs/sweeps/search.yaml --storage postgresql://optuna@127.0.0.1:5433/optuna
-      classify sweep configs/sweeps/quick.yaml --threads 1 & classify sweep configs/sweeps/quick.yaml --threads 1
+      classify sweep configs/sweeps/quick.yaml --threads 1  # one of 2 workers on 2 cores
     """
     from classifier.config.uris import sweep_storage_url
     from classifier.sweeps import spec as sweep_spec

@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from machine import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = (100, 150, 200, 300, 500, 900)
@@ -73,16 +74,6 @@ def child(mode: str, steps: int) -> None:
             }
         )
     )
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(
-            line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line
-        )
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def main() -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 import yaml
+from machine import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "configs" / "sweeps" / "quick.yaml"
@@ -44,16 +44,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(
-            line.split(":", 1)[1].strip() for line in out.splitlines() if "Model name" in line
-        )
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def spec_copy(folder: Path, label: str, quick: bool) -> Path:

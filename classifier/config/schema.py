@@ -102,8 +102,8 @@ class ModelConfig:
     position: str = "sinusoidal"  # positional signal of variant "encoder": sinusoidal | learned
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(embed_dim), as the paper
     norm_first: bool = False  # pre-LN instead of the paper's post-LN
-    ngram_buckets: int = 2**20  # hashed word pairs of variant "bow" (and triples of "nbow")
-    ngram_order: int = 3  # the longest n-gram of variant "nbow" (1 to 3)
+    ngram_buckets: int = 2**20  # hashed n-grams of "bow" (pairs), "nbow" and "nbow_attention"
+    ngram_order: int = 3  # the longest n-gram of variants "nbow" and "nbow_attention" (1 to 3)
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # variant "encoder": a pretrained encoder (models:/, runs:/, path)
 

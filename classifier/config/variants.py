@@ -59,8 +59,10 @@ class Variant:
             offset).
         prepare: ``"module:function"`` called as ``prepare(classifier, train_batches)`` after
             the classifier is built and before it trains (``bow``: the idf weights), or None.
-        explains: ``"attention"`` (the explained layer's attention weights) or
-            ``"contributions"`` (a linear model: weight times feature value, per word).
+        explains: ``"attention"`` (the explained layer's attention weights),
+            ``"contributions"`` (a linear model: weight times feature value, per word) or
+            ``"contributions+attention"`` (a fused model: its n-gram branch's contributions,
+            and the attention of its attention branch).
     """
 
     name: str
@@ -231,5 +233,18 @@ register(
         builds="logits",
         prepare=f"{_BUILDERS}:set_log_count_ratios",
         explains="contributions",
+    )
+)
+register(
+    Variant(
+        "nbow_attention",
+        f"{_BUILDERS}:nb_ngrams_and_attention",
+        explained_layer="attention_1",
+        explained_as="the attention branch's layer 2 of 2",
+        keys=("model.ngram_buckets", "model.ngram_order", "model.l2", *_SHARED),
+        position="none",
+        builds="logits",
+        prepare=f"{_BUILDERS}:set_log_count_ratios",
+        explains="contributions+attention",
     )
 )

@@ -18,7 +18,10 @@ shaded by its contribution to the log-odds of ``positive`` (:func:`word_contribu
 signed, from red (towards negative) to blue (towards positive). Attention has no sign (a
 strongly attended word may push either way), so an attention model's words are shaded the same
 way by their occlusion (:func:`word_occlusion`: the log-odds with the word minus without it),
-and the attention they receive is a second panel.
+and the attention they receive is a second panel. A fused model (``nbow_attention``,
+``explains="contributions+attention"``) shows its n-gram branch's word contributions, what its
+attention branch adds to the log-odds (:func:`branch_log_odds`), and that branch's attention as
+the second panel.
 
 Example (a trained model; ``classify explain`` does this)::
 
@@ -115,15 +118,25 @@ def explain_text(
         raise ExplainError("no words left after standardization (nothing to explain)")
     classifier = classifier_of(model)
     variant = variants.variant_of_model(classifier.name)
-    if variant is not None and variant.explains == "contributions":
+    explains = variant.explains if variant is not None else "attention"
+    branch = None  # a fused model's attention branch: its log-odds
+    if explains == "contributions":
         probability, shares = word_contributions(classifier, token_ids[:count])
         layer, heads = variant.explained_as, 0
-    else:  # attention has no sign: the occlusion of each word says which way it pushes
+    else:
         explainer, layer = attention_model(classifier)
-        _, weights = explainer(token_ids[None, :count], training=False)
+        probabilities, weights = explainer(token_ids[None, :count], training=False)
         weights = keras.ops.convert_to_numpy(weights)[0]
-        received, heads = attention_received(weights, np.ones(count, dtype=bool)), weights.shape[0]
-        probability, shares = word_occlusion(classifier, token_ids[:count])
+        read = weights.shape[-1]  # a fused model's attention branch reads the first words only
+        received = np.zeros(count)
+        received[:read] = attention_received(weights, np.ones(read, dtype=bool))
+        heads = weights.shape[0]
+        if explains == "contributions+attention":  # both branches: exact, each in its panel
+            _, shares = word_contributions(classifier, token_ids[:count])
+            branch = branch_log_odds(classifier, token_ids[:count])
+            probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
+        else:  # attention has no sign: the occlusion of each word says which way it pushes
+            probability, shares = word_occlusion(classifier, token_ids[:count])
 
     words = [
         word.decode("utf-8", errors="replace")
@@ -147,6 +160,7 @@ def explain_text(
         truncate=vectorizer.truncate,
         signed=True,
         weights=None if heads == 0 else received,
+        branch_log_odds=branch,
     )
 
 
@@ -180,7 +194,9 @@ def word_occlusion(
 
 def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[float, np.ndarray]:
     """P(positive) of a bag-of-n-grams classifier (``bow``, ``nbow``) for one review's ids (no
-    padding), and each word's contribution to the log-odds of positive.
+    padding), and each word's contribution to the log-odds of positive. Of a fused classifier
+    (``nbow_attention``): the contributions of its n-gram branch (layer ``bag``), and the
+    probability that branch alone would give.
 
     A feature f (a word, or n neighbouring words) adds ``value_f * (k_f . d)`` to the log-odds,
     where ``value_f`` is its normalised value (TF-IDF, or NB-scaled), ``k_f`` its kernel row and
@@ -213,6 +229,26 @@ def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[
     bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
     log_odds = float(shares.sum() + bias + head_bias[1] - head_bias[0])
     return float(1 / (1 + np.exp(-log_odds))), shares
+
+
+def branch_log_odds(
+    classifier: keras.Model, token_ids: np.ndarray, layer: str = "attention_logits"
+) -> float:
+    """What one branch of a fused classifier (``nbow_attention``) adds to the log-odds of
+    positive for one review's ids (no padding): the two logits of its layer ``layer``, through
+    the head's column difference (the temperature included). The n-gram branch's word
+    contributions (:func:`word_contributions`), its bias, the head's bias and this sum to the
+    model's log-odds.
+
+    Example (a trained ``nbow_attention`` classifier)::
+
+        attention_part = branch_log_odds(classifier, np.array([12, 845, 7]))
+    """
+    kernel = keras.ops.convert_to_numpy(classifier.get_layer("head").kernel).astype(np.float64)
+    branch = keras.Model(classifier.input, classifier.get_layer(layer).output)
+    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
+    logits = keras.ops.convert_to_numpy(branch(ids, training=False))[0].astype(np.float64)
+    return float(logits @ (kernel[:, 1] - kernel[:, 0]))
 
 
 def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -318,7 +354,10 @@ def summary(written: Path, explanation: Explanation) -> str:
         f"{written}: {explanation.label} (P(positive) {explanation.probability:.4f}), "
         f"{len(explanation.tokens)} tokens, "
         + (
-            "word occlusion, and attention of "
+            f"n-gram contributions, attention branch {explanation.branch_log_odds:+.2f} "
+            "log-odds, and attention of "
+            if explanation.branch_log_odds is not None
+            else "word occlusion, and attention of "
             if explanation.weights is not None
             else "word contributions in "
             if explanation.signed

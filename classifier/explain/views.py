@@ -40,7 +40,11 @@ class Explanation:
         signed: ``attention`` holds signed numbers (a linear model's contributions, or the
             occlusion of an attention model's words), not shares.
         weights: (n,) the attention each token receives, shown as a second panel beside the
-            signed occlusion of an attention model; None for a linear model.
+            signed occlusion of an attention model (or the n-gram contributions of a fused
+            one); None for a linear model.
+        branch_log_odds: a fused model's (``nbow_attention``): what its attention branch adds
+            to the log-odds of positive, while ``attention`` holds its n-gram branch's word
+            contributions; None for other models.
     """
 
     source: str
@@ -55,6 +59,7 @@ class Explanation:
     truncate: str
     signed: bool = False
     weights: np.ndarray | None = None
+    branch_log_odds: float | None = None
 
 
 def caption(explanation: Explanation) -> str:
@@ -66,6 +71,14 @@ def caption(explanation: Explanation) -> str:
         if explanation.dropped_words
         else ""
     )
+    if explanation.branch_log_odds is not None:
+        return (
+            f"{explanation.source}: {n} tokens{dropped}. Colour: each word's contribution to the "
+            "log-odds of positive in the n-gram branch (weight x NB-scaled value, with a share "
+            "of each n-gram it is in): blue towards positive, red towards negative. The "
+            f"attention branch adds {explanation.branch_log_odds:+.2f} to the log-odds. Italic: "
+            "not in the vocabulary."
+        )
     if explanation.weights is not None:
         return (
             f"{explanation.source}: {n} tokens{dropped}. Colour: how far each word moves the "
@@ -120,9 +133,14 @@ def figure_arguments(explanation: Explanation) -> dict:
 def weights_caption(explanation: Explanation) -> str:
     """The caption of the attention panel beside an occlusion: what attention weights are."""
     heads = f"{explanation.heads} head{'s' if explanation.heads != 1 else ''}"
+    unread = ""
+    if explanation.branch_log_odds is not None:
+        read = int(np.flatnonzero(explanation.weights).max(initial=-1)) + 1  # zeros: unread
+        if read < len(explanation.tokens):
+            unread = f" The attention branch reads the first {read} tokens only."
     return (
         f"Attention each token receives in {explanation.layer} (mean over {heads} and all "
-        "query positions): where the model looks, not which way a word pushes."
+        f"query positions): where the model looks, not which way a word pushes.{unread}"
     )
 
 

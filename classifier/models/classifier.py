@@ -15,9 +15,11 @@ builder a variant uses, and everything else about it, is in the registry
 | encoder     | Embedding + sinusoidal or learned positions, our Encoder (N layers)   |
 | bow         | no attention: TF-IDF word 1-2-grams and a linear map (:class:`BagOfNgrams`) |
 | nbow        | no attention: NB-weighted binary word 1-3-grams, a linear map (:class:`NaiveBayesNgrams`) |
+| nbow_attention | ``nbow``'s logits plus an ``attention`` reader's, trained jointly      |
 
 ``bow`` and ``nbow`` are the classical baselines, logistic regressions: their builders return
-the two logits and the head only applies the softmax.
+the two logits and the head only applies the softmax. ``nbow_attention`` fuses ``nbow`` with a
+reader of word order: its log-odds is the sum of the two branches'.
 
 Example:
     >>> from classifier.config.schema import ModelConfig
@@ -173,6 +175,27 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
         dtype="float32",
     )
     return bag(token_ids)
+
+
+#: How many words of a review (its first ones) the attention branch of ``nbow_attention`` reads:
+#: the n-gram branch reads whole reviews, and attention's cost grows with the square of it.
+READER_LENGTH = 512
+
+
+def nb_ngrams_and_attention(cfg, token_ids, mask, vocab_size, sequence_length):
+    """The ``nbow_attention`` variant's two logits: the sum of two branches' logits, trained
+    jointly. The n-gram branch is ``nbow``'s (layer ``bag``: whole reviews); the attention branch
+    is the ``attention`` variant's stack over the first :data:`READER_LENGTH` words, pooled, to two
+    logits (layer ``attention_logits``). So the fused log-odds of positive is the n-gram log-odds
+    plus the attention log-odds."""
+    ngram_logits = nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length)
+    read = token_ids[:, :READER_LENGTH]
+    read_mask = padding_mask(read)
+    x = attention_stack(cfg, read, read_mask, vocab_size, min(sequence_length, READER_LENGTH))
+    x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=read_mask)
+    x = keras.layers.Dropout(cfg.dropout, name="reader_dropout")(x)
+    attention_logits = keras.layers.Dense(NUM_CLASSES, name="attention_logits", dtype="float32")(x)
+    return keras.layers.Add(name="fused_logits", dtype="float32")([ngram_logits, attention_logits])
 
 
 def set_log_count_ratios(classifier: keras.Model, batches) -> None:

@@ -11,11 +11,19 @@ On the 15,000 training reviews (``configs/variants/nbow.yaml``'s split):
    ``z_att``) is trained twice: alone (``sigmoid(z_att)``) and on the residual
    (``sigmoid(o(x) + z_att)``, ``o`` a fixed offset).
 
+With ``--word-vectors D`` the reader starts from word vectors learnt on unlabelled text instead
+of a random embedding: the D-dimensional PPMI-SVD vectors (Levy & Goldberg 2014: positive
+pointwise mutual information of words within 5 of each other, context counts smoothed by the
+power 0.75, a truncated SVD weighted by the square root of its singular values) of the 15,000
+training reviews and the 50,000 unlabelled ones (never the validation or test reviews); the
+reader keeps them fixed (``--tune-vectors``: trains them further).
+
 Every model is chosen and scored on the 10,000 validation reviews only (never the test split):
 ``nbow`` alone, the reader alone, their sum ``z_nb + z_att``, and a logistic-regression stack
 of the two log-odds with its weights chosen by 5-fold cross-validation inside validation.
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/fusion_probe.py --folds 2
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/fusion_probe.py --word-vectors 64
 
 Prints one table (validation accuracy); takes about 20 minutes on 2 cores.
 """
@@ -30,15 +38,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import scipy.sparse  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
+from sklearn.utils.extmath import randomized_svd  # noqa: E402
 
 from classifier.config.schema import load_config  # noqa: E402
 from classifier.data.pipeline import (  # noqa: E402
     ReviewVectorizer,
     build_vectorizer,
     load_raw_splits,
+    load_unsupervised,
     vectorize,
 )
 from classifier.layers import MaskedGlobalAveragePooling1D, padding_mask  # noqa: E402
@@ -85,14 +96,51 @@ def ordered(texts, vectorizer) -> np.ndarray:
     return np.concatenate([labels.numpy() for _, labels in data])
 
 
-def reader(cfg, vocab_size: int, length: int) -> keras.Model:
-    """The ``attention`` variant's stack, pooled, to one logit."""
+def ppmi_vectors(vectorizer, texts, dim: int, seed: int, window: int = 5) -> np.ndarray:
+    """(vocab_size, dim) PPMI-SVD word vectors of ``texts``, unit length (rows 0 and 1, padding
+    and out-of-vocabulary, are zero)."""
+    size = vectorizer.vocab_size
+    counts = scipy.sparse.csr_matrix((size, size), dtype=np.float64)
+    for start in range(0, len(texts), 1024):
+        ids = np.asarray(vectorizer(np.array(list(texts[start : start + 1024]), dtype=object)))
+        rows, cols = [], []
+        for distance in range(1, window + 1):
+            left, right = ids[:, :-distance].ravel(), ids[:, distance:].ravel()
+            both = (left > 1) & (right > 1)
+            rows += [left[both], right[both]]
+            cols += [right[both], left[both]]
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        counts += scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(size, size))
+    pairs = counts.tocoo()
+    words = np.asarray(counts.sum(axis=1)).ravel()
+    contexts = np.asarray(counts.sum(axis=0)).ravel() ** 0.75
+    contexts /= contexts.sum()
+    pmi = np.log(pairs.data) - np.log(words[pairs.row]) - np.log(contexts[pairs.col])
+    keep = pmi > 0
+    ppmi = scipy.sparse.csr_matrix(
+        (pmi[keep], (pairs.row[keep], pairs.col[keep])), shape=(size, size)
+    )
+    u, sigma, _ = randomized_svd(ppmi, dim, n_iter=5, random_state=seed)
+    vectors = u * np.sqrt(sigma)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    seen = norms > 1e-8  # a word that never met another (and padding, OOV): rounding noise
+    return np.where(seen, vectors / np.where(seen, norms, 1.0), 0.0).astype("float32")
+
+
+def reader(cfg, vocab_size: int, length: int, vectors=None, tune: bool = False) -> keras.Model:
+    """The ``attention`` variant's stack, pooled, to one logit; its token embedding set to
+    ``vectors`` (and kept fixed unless ``tune``) when given."""
     token_ids = keras.Input(shape=(None,), dtype="int64")
     mask = padding_mask(token_ids)
     x = attention_stack(cfg.model, token_ids, mask, vocab_size, length)
     x = MaskedGlobalAveragePooling1D()(x, mask=mask)
     x = keras.layers.Dropout(cfg.model.dropout)(x)
-    return keras.Model(token_ids, keras.layers.Dense(1)(x)[:, 0])
+    model = keras.Model(token_ids, keras.layers.Dense(1)(x)[:, 0])
+    if vectors is not None:
+        embedding = model.get_layer("embedding").token_embedding
+        embedding.embeddings.assign(vectors)
+        embedding.trainable = tune
+    return model
 
 
 def residual_loss(target, logit):
@@ -102,12 +150,23 @@ def residual_loss(target, logit):
 
 
 def train_reader(
-    cfg, vectorizer, texts, labels, offsets, val_texts, val_offsets, val_labels, epochs, seed
+    cfg,
+    vectorizer,
+    texts,
+    labels,
+    offsets,
+    val_texts,
+    val_offsets,
+    val_labels,
+    epochs,
+    seed,
+    vectors=None,
+    tune=False,
 ):
     """Train the reader on ``sigmoid(offset + z)``; keep the epoch whose validation accuracy of
     ``val_offset + z`` is best. Returns (z on validation, best epoch, seconds)."""
     keras.utils.set_random_seed(seed)
-    model = reader(cfg, vectorizer.vocab_size, vectorizer.sequence_length)
+    model = reader(cfg, vectorizer.vocab_size, vectorizer.sequence_length, vectors, tune)
     model.compile(keras.optimizers.Adam(cfg.train.learning_rate), residual_loss)
     train = batches(
         texts, np.c_[labels, offsets].astype("float32"), vectorizer, cfg.data.batch_size, seed
@@ -144,9 +203,14 @@ def main() -> None:
     parser.add_argument("--nbow-epochs", type=int, default=12, help="best epoch of the probe")
     parser.add_argument("--reader-epochs", type=int, default=12)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--word-vectors", type=int, default=0, metavar="D", help="PPMI-SVD vectors of D dims"
+    )
+    parser.add_argument("--tune-vectors", action="store_true", help="train the vectors further")
     args = parser.parse_args()
     cfg = load_config("configs/variants/nbow.yaml", [f"train.seed={args.seed}"])
-    reader_cfg = load_config("configs/variants/attention.yaml", [f"train.seed={args.seed}"])
+    width = [f"model.embed_dim={args.word_vectors}"] if args.word_vectors else []
+    reader_cfg = load_config("configs/variants/attention.yaml", [f"train.seed={args.seed}", *width])
     raw = load_raw_splits(cfg.data)
     texts, labels = arrays(raw.train)
     val_texts, val_labels = arrays(raw.validation)
@@ -158,6 +222,13 @@ def main() -> None:
         vectorizer.get_vocabulary()[2:],
     )
     val_order = ordered(val_texts, vectorizer)
+    vectors = None
+    if args.word_vectors:
+        start = time.time()
+        unlabelled = list(load_unsupervised(cfg.data).as_numpy_iterator())
+        vectors = ppmi_vectors(vectorizer, [*texts, *unlabelled], args.word_vectors, args.seed)
+        seconds = time.time() - start
+        print(f"PPMI-SVD vectors of {len(texts) + len(unlabelled):,} reviews: {seconds:.0f} s")
 
     print(f"nbow on all {len(texts):,} training reviews", flush=True)
     (z_val_sorted,), _ = nbow_log_odds(
@@ -192,11 +263,20 @@ def main() -> None:
             val_labels,
             args.reader_epochs,
             args.seed,
+            vectors,
+            args.tune_vectors,
         )
         summed = float(((val_offsets + z > 0) == val_labels).mean())
         rows.append((name, summed, f"best epoch {epoch}, {seconds:.0f} s"))
         rows.append((f"  stack(nbow, {name})", stacked_accuracy([z_nb, z], val_labels), "5-fold"))
-    print(f"\n| model (seed {args.seed}, {args.folds} folds) | validation accuracy | note |")
+    if args.word_vectors:
+        tuned = "tuned" if args.tune_vectors else "fixed"
+        reading = f", the reader on {args.word_vectors}-d PPMI-SVD vectors ({tuned})"
+    else:
+        reading = ""
+    print(
+        f"\n| model (seed {args.seed}, {args.folds} folds{reading}) | validation accuracy | note |"
+    )
     print("|---|---|---|")
     for name, accuracy, note in rows:
         print(f"| {name} | {accuracy:.4f} | {note} |")

@@ -220,8 +220,11 @@ def explain(
     output_format: str | None,
     threshold: float,
 ) -> None:
-    """Draw one review (FILE, or - for stdin) with its words shaded by the attention they
-    receive in the model's last attention layer (mean over heads), and the predicted label.
+    """Draw one review (FILE, or - for stdin) with the predicted label and its words shaded
+    by which way they push it: a bag of n-grams (bow, nbow) by each word's contribution to the
+    log-odds; an attention model by occlusion, beside the attention each word receives in its
+    last attention layer; nbow_attention by its n-gram contributions, beside its attention
+    branch's attention.
 
     \b
     Examples:

@@ -18,8 +18,9 @@ builder a variant uses, and everything else about it, is in the registry
 | nbow_attention | ``nbow``'s logits plus an ``attention`` reader's, trained jointly      |
 
 ``bow`` and ``nbow`` are the classical baselines, logistic regressions: their builders return
-the two logits and the head only applies the softmax. ``nbow_attention`` fuses ``nbow`` with a
-reader of word order: its log-odds is the sum of the two branches'.
+the two logits and the head only applies the softmax. ``nbow_attention`` fuses ``nbow`` with an
+attention reader (the ``attention`` stack has no positions: it weighs words by the company they
+keep in the review, not by their order): its log-odds is the sum of the two branches'.
 
 Example:
     >>> from classifier.config.schema import ModelConfig

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from classifier import plots
-from classifier.explain.views import Explanation, write_html
+from classifier.explain.views import Explanation, caption, weights_caption, write_html
 
 
 def test_the_html_bars_have_the_png_colours(tmp_path):
@@ -33,3 +33,33 @@ def test_the_html_bars_have_the_png_colours(tmp_path):
         for rgba in plots.token_colours(sorted(shares, reverse=True), 0.5)
     ]
     assert bars == expected
+
+
+def test_a_fused_models_captions_say_what_each_branch_shows(tmp_path):
+    def fused(weights):
+        return Explanation(
+            source="r.txt",
+            tokens=["great", "film", "dull", "plot", "end"],
+            in_vocabulary=[True] * 5,
+            attention=np.array([0.4, 0.1, -0.3, 0.0, -0.1]),
+            probability=0.7,
+            label="positive",
+            layer="the attention branch's layer 2 of 2",
+            heads=1,
+            dropped_words=0,
+            truncate="tail",
+            signed=True,
+            weights=weights,
+            branch_log_odds=0.256,
+        )
+
+    # The attention branch read the first 3 tokens: the others received no attention.
+    short = fused(np.array([0.5, 0.2, 0.3, 0.0, 0.0]))
+    assert "in the n-gram branch" in caption(short)
+    assert "The attention branch adds +0.26 to the log-odds." in caption(short)
+    assert weights_caption(short).endswith("The attention branch reads the first 3 tokens only.")
+    whole = fused(np.array([0.5, 0.2, 0.1, 0.1, 0.1]))
+    assert "reads the first" not in weights_caption(whole)
+    page = write_html(tmp_path / "r.html", short).read_text()
+    assert "The attention branch adds +0.26 to the log-odds." in page
+    assert "reads the first 3 tokens only." in page

@@ -220,11 +220,9 @@ def explain(
     output_format: str | None,
     threshold: float,
 ) -> None:
-    """Draw one review (FILE, or - for stdin) with the predicted label and its words shaded
-    by which way they push it: a bag of n-grams (bow, nbow) by each word's contribution to the
-    log-odds; an attention model by occlusion, beside the attention each word receives in its
-    last attention layer; nbow_attention by its n-gram contributions, beside its attention
-    branch's attention.
+    """Draw one review (FILE, or - for stdin), its label and each word's push on it: n-gram
+    contributions (bow, nbow; nbow_attention beside its attention branch's attention), or
+    occlusion beside the attention each word receives (attention models).
 
     \b
     Examples:

@@ -187,12 +187,13 @@ def train_reader(
     return best_z, best_epoch, time.time() - start
 
 
-def stacked_accuracy(columns: list[np.ndarray], labels: np.ndarray) -> float:
-    """Accuracy of a logistic regression on the log-odds, 5-fold cross-validated."""
+def stacked_accuracy(columns: list[np.ndarray], labels: np.ndarray, max_iter: int = 100) -> float:
+    """Accuracy of a logistic regression on the log-odds (one column each), 5-fold
+    cross-validated (``max_iter``: its solver's iterations)."""
     features = np.column_stack(columns)
     predicted = np.zeros_like(labels)
     for fit, held in StratifiedKFold(5, shuffle=True, random_state=0).split(features, labels):
-        stack = LogisticRegression(C=1e4).fit(features[fit], labels[fit])
+        stack = LogisticRegression(C=1e4, max_iter=max_iter).fit(features[fit], labels[fit])
         predicted[held] = stack.predict(features[held])
     return float((predicted == labels).mean())
 

@@ -26,8 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import StratifiedKFold  # noqa: E402
+from fusion_probe import stacked_accuracy  # noqa: E402  (benchmarks/ is on sys.path)
 
 from classifier.config.schema import load_config  # noqa: E402
 from classifier.data.pipeline import load_raw_splits  # noqa: E402
@@ -62,15 +61,6 @@ def features(rows: list[np.ndarray], scheme: str, k: int) -> np.ndarray:
     return np.array(out)
 
 
-def cross_validated(x: np.ndarray, labels: np.ndarray) -> float:
-    """Accuracy of a logistic regression on ``x``, 5-fold cross-validated."""
-    predicted = np.zeros_like(labels)
-    for fit, held in StratifiedKFold(5, shuffle=True, random_state=0).split(x, labels):
-        stack = LogisticRegression(C=1e4, max_iter=1000).fit(x[fit], labels[fit])
-        predicted[held] = stack.predict(x[held])
-    return float((predicted == labels).mean())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_id", help="an nbow run trained without refit")
@@ -96,7 +86,8 @@ def main() -> None:
         ("ends", 20, "the sum, the first 20 and the last 20 words"),
         ("ends", 50, "the sum, the first 50 and the last 50 words"),
     ]:
-        print(f"| {name} | {cross_validated(features(rows, scheme, k), labels):.4f} |")
+        accuracy = stacked_accuracy(list(features(rows, scheme, k).T), labels, max_iter=1000)
+        print(f"| {name} | {accuracy:.4f} |")
 
 
 if __name__ == "__main__":

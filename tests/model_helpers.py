@@ -1,15 +1,19 @@
-"""Helpers shared by the tests of predict, registry, explain and reviews: the CLI runner, the
-texts, a tiny untrained end-to-end model."""
+"""Helpers shared by the tests of predict, registry, explain, reviews and the bag-of-n-grams
+models: the CLI runner, the texts, a tiny untrained end-to-end model, a trained fixture model."""
 
 from __future__ import annotations
 
 import keras
+import mlflow
 from click.testing import CliRunner
 
 from classifier.cli.main import cli
-from classifier.config.schema import ModelConfig
+from classifier.config.schema import ModelConfig, load_config
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
+from classifier.serving.registry import load_keras_model
+from classifier.training.train import train
+from tests.conftest import fixture_data_overrides
 
 POSITIVE = "a great and wonderful film, superb. loved it, brilliant and moving"
 NEGATIVE = "awful, boring and dull. a terrible waste, i hated the plot"
@@ -51,3 +55,29 @@ def untrained(variant: str, sequence_length: int = 12) -> keras.Model:
     vectorizer = ReviewVectorizer(len(words) + 2, sequence_length, "tail", words)
     cfg = ModelConfig(variant=variant, embed_dim=8, num_heads=2, ff_dim=8, num_layers=2)
     return build_end_to_end(vectorizer, build_classifier(cfg, len(words) + 2, sequence_length))
+
+
+def train_bag_fixture(
+    fixture_data_dir, folder, variant: str, model_name: str, experiment: str, *overrides: str
+):
+    """Train a bag-of-n-grams ``variant`` (``bow``, ``nbow``, ``nbow_attention``) on the fixture
+    reviews as their tests do (4,096 buckets, 4 epochs at Adam 0.05), registered as
+    ``model_name``; return ``(result, the logged model.keras loaded, config)``."""
+    cfg = load_config(
+        None,
+        [
+            *fixture_data_overrides(fixture_data_dir),
+            f"model.variant={variant}",
+            "model.ngram_buckets=4096",
+            "train.epochs=4",
+            "train.learning_rate=0.05",
+            f"train.registered_model={model_name}",
+            f"experiment={experiment}",
+            *overrides,
+        ],
+    )
+    result = train(cfg, echo=lambda line: None)
+    local = mlflow.artifacts.download_artifacts(
+        run_id=result.run_id, artifact_path="model.keras", dst_path=str(folder)
+    )
+    return result, load_keras_model(local), cfg

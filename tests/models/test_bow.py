@@ -6,21 +6,16 @@ from __future__ import annotations
 import json
 import math
 
-import mlflow
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
-from classifier.config.schema import load_config
 from classifier.explain.explanation import explain_text, word_contributions
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.model_source import find_bundle
 from classifier.serving.predict import predict_texts
-from classifier.serving.registry import load_keras_model
 from classifier.sweeps.compare import compare
-from classifier.training.train import train
-from tests.conftest import fixture_data_overrides
-from tests.model_helpers import NEGATIVE, POSITIVE, run
+from tests.model_helpers import NEGATIVE, POSITIVE, run, train_bag_fixture
 
 EXPERIMENT = "bow-tests"
 MODEL = "imdb-bow-test"
@@ -28,21 +23,9 @@ MODEL = "imdb-bow-test"
 
 @pytest.fixture(scope="module")
 def bow_run(store, fixture_data_dir, tmp_path_factory):
-    overrides = [
-        *fixture_data_overrides(fixture_data_dir),
-        "model.variant=bow",
-        "model.ngram_buckets=4096",
-        "train.epochs=4",
-        "train.learning_rate=0.05",
-        f"train.registered_model={MODEL}",
-        f"experiment={EXPERIMENT}",
-    ]
-    result = train(load_config(None, overrides), echo=lambda line: None)
     folder = tmp_path_factory.mktemp("bow")
-    local = mlflow.artifacts.download_artifacts(
-        run_id=result.run_id, artifact_path="model.keras", dst_path=str(folder)
-    )
-    return result, load_keras_model(local)
+    result, model, _ = train_bag_fixture(fixture_data_dir, folder, "bow", MODEL, EXPERIMENT)
+    return result, model
 
 
 def test_bow_learns_the_fixture_and_logs_like_any_variant(bow_run):

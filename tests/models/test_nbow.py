@@ -7,42 +7,23 @@ from __future__ import annotations
 import json
 import math
 
-import mlflow
 import numpy as np
 import pytest
 
-from classifier.config.schema import load_config
 from classifier.data.pipeline import load_raw_splits
 from classifier.explain.explanation import explain_text, word_contributions
 from classifier.layers.nb_ngrams import class_feature_counts, log_count_ratios
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.predict import predict_texts
-from classifier.serving.registry import load_keras_model
-from classifier.training.train import train
-from tests.conftest import fixture_data_overrides
-from tests.model_helpers import NEGATIVE, POSITIVE, run
+from tests.model_helpers import NEGATIVE, POSITIVE, run, train_bag_fixture
 
 MODEL = "imdb-nbow-test"
 
 
 @pytest.fixture(scope="module")
 def nbow_run(store, fixture_data_dir, tmp_path_factory):
-    overrides = [
-        *fixture_data_overrides(fixture_data_dir),
-        "model.variant=nbow",
-        "model.ngram_buckets=4096",
-        "train.epochs=4",
-        "train.learning_rate=0.05",
-        f"train.registered_model={MODEL}",
-        "experiment=nbow-tests",
-    ]
-    cfg = load_config(None, overrides)
-    result = train(cfg, echo=lambda line: None)
     folder = tmp_path_factory.mktemp("nbow")
-    local = mlflow.artifacts.download_artifacts(
-        run_id=result.run_id, artifact_path="model.keras", dst_path=str(folder)
-    )
-    return result, load_keras_model(local), cfg
+    return train_bag_fixture(fixture_data_dir, folder, "nbow", MODEL, "nbow-tests")
 
 
 def test_nbow_learns_the_fixture_with_ratios_from_the_training_reviews(nbow_run):

@@ -8,19 +8,15 @@ import json
 import math
 
 import keras
-import mlflow
 import numpy as np
 import pytest
 
-from classifier.config.schema import ModelConfig, load_config
+from classifier.config.schema import ModelConfig
 from classifier.explain.explanation import branch_log_odds, explain_text, word_contributions
 from classifier.models import classifier as builders
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.predict import predict_texts
-from classifier.serving.registry import load_keras_model
-from classifier.training.train import train
-from tests.conftest import fixture_data_overrides
-from tests.model_helpers import NEGATIVE, PNG_MAGIC, POSITIVE, run
+from tests.model_helpers import NEGATIVE, PNG_MAGIC, POSITIVE, run, train_bag_fixture
 
 MODEL = "imdb-nbow-attention-test"
 VOCAB = 40
@@ -80,23 +76,12 @@ def test_the_attention_branch_reads_the_first_words_only(monkeypatch):
 
 @pytest.fixture(scope="module")
 def fused_run(store, fixture_data_dir, tmp_path_factory):
-    overrides = [
-        *fixture_data_overrides(fixture_data_dir),
-        "model.variant=nbow_attention",
-        "model.ngram_buckets=4096",
-        "model.embed_dim=8",
-        "train.epochs=4",
-        "train.learning_rate=0.05",
-        f"train.registered_model={MODEL}",
-        "experiment=nbow-attention-tests",
-    ]
-    cfg = load_config(None, overrides)
-    result = train(cfg, echo=lambda line: None)
     folder = tmp_path_factory.mktemp("nbow_attention")
-    local = mlflow.artifacts.download_artifacts(
-        run_id=result.run_id, artifact_path="model.keras", dst_path=str(folder)
-    )
-    return result, load_keras_model(local)
+    result, model, _ = train_bag_fixture(
+        fixture_data_dir, folder, "nbow_attention", MODEL, "nbow-attention-tests",
+        "model.embed_dim=8",
+    )  # fmt: skip
+    return result, model
 
 
 def test_the_fused_model_learns_and_its_bundle_equals_keras(fused_run, tmp_path):

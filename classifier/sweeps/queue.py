@@ -105,13 +105,16 @@ def open_storage(url: str, grace: float = GRACE_S):
     interval = max(1, min(HEARTBEAT_S, int(grace / 3)))
     for attempt in range(3):  # workers creating the tables at once: one wins, the others retry
         try:
-            return optuna.storages.RDBStorage(
+            storage = optuna.storages.RDBStorage(
                 url,
                 engine_kwargs=engine,
                 heartbeat_interval=interval,
                 grace_period=int(grace),
                 heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(),
             )
+            if url.startswith("sqlite:"):
+                _lock_on_begin(storage.engine)
+            return storage
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
             if attempt == 2:
                 raise
@@ -120,6 +123,29 @@ def open_storage(url: str, grace: float = GRACE_S):
             reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
             raise SweepError(f"--storage {redacted(url)}: cannot open it: {reason}") from None
     raise AssertionError("unreachable")
+
+
+def _lock_on_begin(engine) -> None:
+    """Make every SQLite transaction take the write lock first (``BEGIN IMMEDIATE``).
+
+    Optuna takes a waiting trial by reading its row ``FOR UPDATE`` and setting it RUNNING.
+    SQLite has no row locks, and Python's sqlite3 runs that read outside any transaction, so two
+    workers could both read WAITING and both take the point (seen in CI: one point trained
+    twice). Under ``BEGIN IMMEDIATE`` the second worker's read waits for the first one's commit
+    and sees RUNNING. The SQLAlchemy recipe for SQLite's locking; pooled connections opened
+    before the listeners are dropped.
+    """
+    from sqlalchemy import event
+
+    def autocommit_driver(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy, not the driver, begins
+
+    def begin_immediate(connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(engine, "connect", autocommit_driver)
+    event.listen(engine, "begin", begin_immediate)
+    engine.dispose()
 
 
 def launch(

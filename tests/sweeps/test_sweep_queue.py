@@ -3,11 +3,15 @@ joining a study, point states through failures and retries, and one-line refusal
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
+import threading
 
 import optuna
 import pytest
+import sqlalchemy
+from optuna.trial import TrialState
 
 from classifier.config.uris import redacted, sweep_storage_url
 from classifier.errors import ConfigError, SweepError
@@ -105,6 +109,38 @@ def test_the_first_worker_launches_and_the_others_join(storage):
     assert again.user_attrs["parent_run_id"] == "f" * 32
     assert queue.counts(again) == {"waiting": 3, "running": 0, "finished": 0, "failed": 0}
     assert [t.user_attrs["point"] for t in again.get_trials()] == [1, 2, 3]
+
+
+def test_two_workers_reading_one_waiting_point_at_once_take_it_once(tmp_path):
+    """The race CI hit (one point trained twice): two workers, each with its own connection,
+    both read the waiting trial's row before either writes it. A barrier holds each worker just
+    after that read until the other has read too (or 3 s have passed, when the storage makes
+    the second wait for the first one's commit)."""
+    url = f"sqlite:///{tmp_path / 'sweeps.db'}"
+    study, _ = launch(queue.open_storage(url), points=1)
+    (waiting,) = study.get_trials()
+    barrier = threading.Barrier(2, timeout=3)
+
+    def take(outcomes: list) -> None:
+        storage = queue.open_storage(url)
+        held = []
+
+        def hold_after_reading_the_row(conn, cursor, statement, *args) -> None:
+            if not held and statement.lstrip().startswith("SELECT") and "FROM trials" in statement:
+                held.append(1)
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait()
+
+        sqlalchemy.event.listen(storage.engine, "after_cursor_execute", hold_after_reading_the_row)
+        outcomes.append(storage.set_trial_state_values(waiting._trial_id, TrialState.RUNNING))
+
+    outcomes: list[bool] = []
+    workers = [threading.Thread(target=take, args=(outcomes,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert sorted(outcomes) == [False, True]  # one worker took the point, the other saw it taken
 
 
 def test_a_different_spec_under_the_same_name_is_refused(storage):

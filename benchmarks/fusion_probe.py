@@ -231,10 +231,20 @@ def main() -> None:
     )
     parser.add_argument("--tune-vectors", action="store_true", help="train the vectors further")
     parser.add_argument("--residual-only", action="store_true", help="skip the reader alone")
+    parser.add_argument(
+        "--reader-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override the reader's config (configs/variants/attention.yaml), e.g. "
+        "train.learning_rate=3e-4",
+    )
     args = parser.parse_args()
     cfg = load_config("configs/variants/nbow.yaml", [f"train.seed={args.seed}"])
     width = [f"model.embed_dim={args.word_vectors}"] if args.word_vectors else []
-    reader_cfg = load_config("configs/variants/attention.yaml", [f"train.seed={args.seed}", *width])
+    reader_cfg = load_config(
+        "configs/variants/attention.yaml", [f"train.seed={args.seed}", *width, *args.reader_set]
+    )
     raw = load_raw_splits(cfg.data)
     texts, labels = arrays(raw.train)
     val_texts, val_labels = arrays(raw.validation)
@@ -299,6 +309,8 @@ def main() -> None:
         reading = f", the reader on {args.word_vectors}-d PPMI-SVD vectors ({tuned})"
     else:
         reading = ""
+    if args.reader_set:
+        reading += ", " + " ".join(args.reader_set)
     print(
         f"\n| model (seed {args.seed}, {args.folds} folds{reading}) | validation accuracy | note |"
     )

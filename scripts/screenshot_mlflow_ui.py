@@ -62,10 +62,11 @@ CHROMIUM_FLAGS = [
     "primaryPointerType=4,availablePointerTypes=4",
 ]
 SHARED_VIEW_TAG = "mlflow.sharedViewState."  # what the UI's "share" button writes
-# Four charts (two rows) fill a 1920 x 1250 window. Chromium resolves *.localhost to the
-# loopback address. Under a name other than localhost or 127.0.0.1 the UI does not open its
-# assistant panel over a third of the page; the server is told to accept that name (Host header
-# and same-origin POSTs) and stays bound to 127.0.0.1.
+# Four charts (two rows) fill a 2240 x 1250 window, wide enough for each legend to name the
+# nine variants of `make sweep` in two lines (at 1920 the third line is cut off). Chromium
+# resolves *.localhost to the loopback address. Under a name other than localhost or 127.0.0.1
+# the UI does not open its assistant panel over a third of the page; the server is told to
+# accept that name (Host header and same-origin POSTs) and stays bound to 127.0.0.1.
 BROWSER_HOST = "mlflow-ui.localhost"
 # The view's charts, in one section: test accuracy against the best validation accuracy and
 # against the training time (scatter plots), and validation accuracy and loss per epoch.
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", type=int, default=2, help="Charts per row.")
     parser.add_argument("--card-height", type=int, default=420, help="Chart height in pixels.")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
-    parser.add_argument("--window-size", default="1920,1250", help="Width,height in pixels.")
+    parser.add_argument("--window-size", default="2240,1250", help="Width,height in pixels.")
     parser.add_argument(
         "--budget-ms", type=int, default=60000, help="Chromium's --virtual-time-budget."
     )

@@ -201,6 +201,9 @@ def test_names_mlflow_refuses_are_refused_up_front(override, message):
         ("train.learning_rate=-.inf", "train.learning_rate must be a finite number, got -inf"),
         ("train.learning_rate=1e999", "train.learning_rate must be a finite number, got inf"),
         ("model.dropout=.nan", "model.dropout must be a finite number, got nan"),
+        ("train.learning_rate=nan", "train.learning_rate must be a finite number, got 'nan'"),
+        ("train.learning_rate=-Infinity", "train.learning_rate must be a finite number, got '-"),
+        ("model.dropout=inf", "model.dropout must be a finite number, got 'inf'"),
         ("model.dropout=-.inf", "model.dropout must be a finite number, got -inf"),
         ("model.dropout=-0.1", "model.dropout must be in [0, 1), got -0.1"),
         ("model.dropout=1", "model.dropout must be in [0, 1), got 1.0"),
@@ -237,7 +240,6 @@ def test_float_keys_read_exponent_notation_from_files(tmp_path):
         ("experiment=1e-3", None),  # a str key keeps the text
         ("train.registered_model=1e3", None),
         ("data.batch_size=1e2", "data.batch_size must be int, got str '1e2'"),
-        ("train.learning_rate=nan", "train.learning_rate must be float, got str 'nan'"),
         ("train.learning_rate=1_0e-3", "train.learning_rate must be float, got str '1_0e-3'"),
         ("train.learning_rate=1e", "train.learning_rate must be float, got str '1e'"),
         ("train.learning_rate=-1e-3", "train.learning_rate must be positive, got -0.001"),

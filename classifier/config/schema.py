@@ -71,6 +71,7 @@ MAX_SEED = 2**32 - 1
 MAX_EXPERIMENT_NAME = 500
 #: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``).
 _FLOAT_TEXT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+#: What float() reads as a non-finite number (YAML reads only ``.nan`` and ``.inf`` as floats).
 _NON_FINITE_TEXT = re.compile(r"[-+]?(nan|inf|infinity)", re.IGNORECASE)
 
 
@@ -387,7 +388,7 @@ def _check_type(key: str, value: Any, hint: Any) -> Any:
     if float in allowed and isinstance(value, str) and _FLOAT_TEXT.fullmatch(value):
         return float(value)  # 1e-3: YAML 1.1 reads it as text
     if float in allowed and isinstance(value, str) and _NON_FINITE_TEXT.fullmatch(value.strip()):
-        raise ConfigError(f"{key} must be a finite number, got {value!r}")  # nan, -inf
+        raise ConfigError(f"{key} must be a finite number, got {value!r}")
     expected = " or ".join("null" if k is type(None) else k.__name__ for k in allowed)
     hint_text = ""
     if str in allowed and not isinstance(value, list | dict):  # 2024, yes, 2024-01-31

@@ -202,7 +202,7 @@ def test_names_mlflow_refuses_are_refused_up_front(override, message):
         ("train.learning_rate=1e999", "train.learning_rate must be a finite number, got inf"),
         ("model.dropout=.nan", "model.dropout must be a finite number, got nan"),
         ("train.learning_rate=nan", "train.learning_rate must be a finite number, got 'nan'"),
-        ("train.learning_rate=-Infinity", "train.learning_rate must be a finite number, got '-"),
+        ("model.dropout=-Infinity", "model.dropout must be a finite number, got '-Infinity'"),
         ("model.dropout=inf", "model.dropout must be a finite number, got 'inf'"),
         ("model.dropout=-.inf", "model.dropout must be a finite number, got -inf"),
         ("model.dropout=-0.1", "model.dropout must be in [0, 1), got -0.1"),

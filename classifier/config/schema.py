@@ -69,10 +69,11 @@ MAX_TABLE_WEIGHTS = 2**31 - 1
 MAX_SEED = 2**32 - 1
 #: ``mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH``.
 MAX_EXPERIMENT_NAME = 500
-#: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``).
-_FLOAT_TEXT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
-#: What float() reads as a non-finite number (YAML reads only ``.nan`` and ``.inf`` as floats).
-_NON_FINITE_TEXT = re.compile(r"[-+]?(nan|inf|infinity)", re.IGNORECASE)
+#: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``), or nan
+#: and inf as float() reads them (YAML: ``.nan``, ``.inf``), which :func:`validate` then refuses.
+_FLOAT_TEXT = re.compile(
+    r"[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)(e[-+]?[0-9]+)?|nan|inf|infinity)", re.I
+)
 
 
 @dataclass
@@ -387,8 +388,6 @@ def _check_type(key: str, value: Any, hint: Any) -> Any:
             return value
     if float in allowed and isinstance(value, str) and _FLOAT_TEXT.fullmatch(value):
         return float(value)  # 1e-3: YAML 1.1 reads it as text
-    if float in allowed and isinstance(value, str) and _NON_FINITE_TEXT.fullmatch(value.strip()):
-        raise ConfigError(f"{key} must be a finite number, got {value!r}")
     expected = " or ".join("null" if k is type(None) else k.__name__ for k in allowed)
     hint_text = ""
     if str in allowed and not isinstance(value, list | dict):  # 2024, yes, 2024-01-31

@@ -103,15 +103,18 @@ def open_storage(url: str, grace: float = GRACE_S):
     else:
         engine = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
     interval = max(1, min(HEARTBEAT_S, int(grace / 3)))
-    for attempt in range(3):  # workers creating the tables at once: one wins, the others retry
+    for attempt in range(3):  # workers creating a server's tables at once: one wins, others retry
         try:
-            storage = optuna.storages.RDBStorage(
-                url,
-                engine_kwargs=engine,
-                heartbeat_interval=interval,
-                grace_period=int(grace),
-                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(),
-            )
+            with _creating(url):
+                storage = optuna.storages.RDBStorage(
+                    url,
+                    engine_kwargs=engine,
+                    heartbeat_interval=interval,
+                    grace_period=int(grace),
+                    heartbeat_stale_trial_callback=(
+                        optuna.storages.RetryHeartbeatStaleTrialCallback()
+                    ),
+                )
             if url.startswith("sqlite:"):
                 _lock_on_begin(storage.engine)
             return storage
@@ -123,6 +126,31 @@ def open_storage(url: str, grace: float = GRACE_S):
             reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
             raise SweepError(f"--storage {redacted(url)}: cannot open it: {reason}") from None
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _creating(url: str) -> Iterator[None]:
+    """Let one process at a time create a SQLite storage's tables (a no-op for a server).
+
+    Optuna creates its tables and stamps Alembic's version table outside one transaction, so
+    two workers opening a new ``sweeps.db`` at once failed with SQLite's "table studies already
+    exists" (seen in CI). An exclusive ``flock`` on ``sweeps.db.lock`` beside it serialises the
+    creation; the second worker then finds the tables made. A separate file, because closing
+    any descriptor of the database itself would drop SQLite's own locks in this process.
+    """
+    import fcntl
+
+    path = url.removeprefix("sqlite:///")
+    lock = None
+    if path not in (url, ":memory:"):  # not a server, nor a database only this process sees
+        with contextlib.suppress(OSError):  # a read-only folder: nothing to create, no order
+            lock = open(path + ".lock", "a")  # noqa: SIM115 - closed below
+    if lock is None:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _lock_on_begin(engine) -> None:

@@ -143,6 +143,43 @@ def test_two_workers_reading_one_waiting_point_at_once_take_it_once(tmp_path):
     assert sorted(outcomes) == [False, True]  # one worker took the point, the other saw it taken
 
 
+def test_two_workers_creating_one_new_storage_at_once_both_open_it(tmp_path):
+    """The race CI hit (a sweep worker exiting with "table alembic_version already exists"):
+    two workers open a new sweeps.db at once. A barrier holds each worker just after it has
+    looked for Optuna's tables until the other has looked too (or 3 s have passed, when the
+    storage makes the second wait for the first one to finish creating them)."""
+    url = f"sqlite:///{tmp_path / 'sweeps.db'}"
+    barrier = threading.Barrier(2, timeout=3)
+    looked = threading.local()
+
+    def hold_after_looking(conn, cursor, statement, *args) -> None:
+        if not getattr(looked, "once", False) and "table_info" in statement:
+            looked.once = True
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait()
+
+    def open_it(outcomes: list) -> None:
+        try:
+            outcomes.append(type(queue.open_storage(url)).__name__)
+        except SweepError as error:
+            outcomes.append(str(error))
+
+    outcomes: list[str] = []
+    sqlalchemy.event.listen(sqlalchemy.engine.Engine, "after_cursor_execute", hold_after_looking)
+    try:
+        workers = [threading.Thread(target=open_it, args=(outcomes,)) for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sqlalchemy.event.remove(
+            sqlalchemy.engine.Engine, "after_cursor_execute", hold_after_looking
+        )
+    assert outcomes == ["RDBStorage", "RDBStorage"]
+    launch(queue.open_storage(url), points=1)  # and the storage works
+
+
 def test_a_different_spec_under_the_same_name_is_refused(storage):
     launch(storage)
     with pytest.raises(SweepError, match="holds a different spec under the name"):

@@ -85,7 +85,7 @@ def configure_tracking(absent: str | None = None) -> str:
             )
         if absent and not path.exists():
             raise TrackingError(f"{absent} in {uri}")
-        with _exclusive_lock(path.with_name(path.name + ".lock")) as locked:
+        with exclusive_lock(path.with_name(path.name + ".lock")) as locked:
             if not locked and not path.exists():
                 raise TrackingError(
                     f"tracking store {uri}{_origin()}: cannot create it, folder {path.parent} "
@@ -136,9 +136,15 @@ def check_server(uri: str, timeout: float = HEALTH_TIMEOUT) -> None:
 
 
 @contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[bool]:
+def exclusive_lock(lock_path: Path) -> Iterator[bool]:
     """Hold an exclusive ``flock`` on ``lock_path`` (created if needed); yields False when the
-    file cannot be created (a read-only folder: nobody can create a store there either)."""
+    file cannot be created (a read-only folder: nobody can create a store there either).
+
+    Example:
+        >>> with exclusive_lock(Path("/tmp/demo.db.lock")) as locked:
+        ...     locked
+        True
+    """
     try:
         descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from classifier.config.uris import redacted, sweep_storage_url
 from classifier.errors import SweepError
+from classifier.runs.tracking import exclusive_lock
 
 #: Seconds between a worker's heartbeats on the trial it runs.
 HEARTBEAT_S = 10
@@ -134,22 +135,14 @@ def _creating(url: str) -> Iterator[None]:
 
     Optuna creates its tables and stamps Alembic's version table outside one transaction, so
     two workers opening a new ``sweeps.db`` at once failed with SQLite's "table studies already
-    exists" (seen in CI). An exclusive ``flock`` on ``sweeps.db.lock`` beside it serialises the
-    creation; the second worker then finds the tables made. A separate file, because closing
-    any descriptor of the database itself would drop SQLite's own locks in this process.
+    exists" (seen in CI). An exclusive lock on ``sweeps.db.lock`` beside it, as for MLflow's
+    store, orders the creation; the second worker then finds the tables made.
     """
-    import fcntl
-
     path = url.removeprefix("sqlite:///")
-    lock = None
-    if path not in (url, ":memory:"):  # not a server, nor a database only this process sees
-        with contextlib.suppress(OSError):  # a read-only folder: nothing to create, no order
-            lock = open(path + ".lock", "a")  # noqa: SIM115 - closed below
-    if lock is None:
+    if path in (url, ":memory:"):  # a server, or a database that only this process sees
         yield
         return
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(Path(path + ".lock")):  # an unwritable folder: no lock, nothing to make
         yield
 
 

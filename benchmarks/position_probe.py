@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
 from fusion_probe import stacked_accuracy  # noqa: E402  (benchmarks/ is on sys.path)
 
@@ -32,7 +30,7 @@ from classifier.config.schema import load_config  # noqa: E402
 from classifier.data.pipeline import load_raw_splits  # noqa: E402
 from classifier.explain.explanation import word_contributions  # noqa: E402
 from classifier.serving.keras_engine import classifier_of, vectorizer_of  # noqa: E402
-from classifier.serving.registry import load_keras_model  # noqa: E402
+from classifier.serving.registry import load_model  # noqa: E402
 
 
 def contributions(model, texts: list[bytes], batch_size: int = 256) -> list[np.ndarray]:
@@ -65,11 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_id", help="an nbow run trained without refit")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        local = mlflow.artifacts.download_artifacts(
-            run_id=args.run_id, artifact_path="model.keras", dst_path=folder
-        )
-        model = load_keras_model(local)
+    model = load_model(f"runs:/{args.run_id}")
     raw = load_raw_splits(load_config("configs/variants/nbow.yaml", []).data)
     texts, labels = zip(*raw.validation.as_numpy_iterator(), strict=True)
     labels = np.array(labels)

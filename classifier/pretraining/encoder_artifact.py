@@ -36,7 +36,7 @@ from classifier.config.schema import Config, DataConfig
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ConfigError, ModelError, first_line
 from classifier.layers import Encoder, TokenAndPositionEmbedding
-from classifier.runs.tracking import MODEL_ALIAS, configure_tracking, tracking_uri
+from classifier.runs.tracking import MODEL_ALIAS, configure_tracking, tracking_uri, version_of_run
 
 ENCODER_DIR = "encoder"
 ENCODER_FILE = "encoder.keras"
@@ -83,8 +83,13 @@ def write_encoder(encoder: keras.Model, vocabulary: list[str], folder: Path, inf
 
 
 def register_encoder(run_id: str, name: str):
-    """Register the run's ``encoder/`` as a new version of ``name`` and move ``newest`` to it."""
+    """Register the run's ``encoder/`` as a new version of ``name`` (unless the run registered
+    one before a kill) and move ``newest`` to it."""
     client = MlflowClient()
+    version = version_of_run(name, run_id)
+    if version is not None:
+        client.set_registered_model_alias(name, MODEL_ALIAS, version.version)
+        return version
     if not client.search_registered_models(filter_string=f"name = '{name}'"):
         try:
             client.create_registered_model(name)

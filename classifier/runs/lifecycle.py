@@ -159,10 +159,12 @@ def log_run_inputs(
     tags: dict[str, str],
     pretraining: bool = False,
 ) -> None:
-    """What every new run records first: the config keys the run uses
+    """What every new run records first: the whole config as ``config.yaml`` (first, so that a
+    run killed after it can be resumed), the config keys the run uses
     (:func:`~classifier.config.variants.used_params`) and where the reviews were read as params,
-    plus ``params``; the git commit, config hash and device as tags, plus ``tags``; the whole
-    config as ``config.yaml`` and ``vocabulary.txt``."""
+    plus ``params``; the git commit, config hash and device as tags, plus ``tags``; and
+    ``vocabulary.txt``."""
+    mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")
     mlflow.log_params(used_params(cfg.flat(), pretraining))
     mlflow.log_params(data_source(cfg.data))  # where the reviews were read, whatever the config
     mlflow.log_params(params)
@@ -174,7 +176,6 @@ def log_run_inputs(
             "device": training_device(),
         }
     )
-    mlflow.log_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), "config.yaml")
     mlflow.log_text("\n".join(vectorizer.get_vocabulary()), "vocabulary.txt")
 
 
@@ -184,7 +185,8 @@ class CheckpointCallback(keras.callbacks.Callback):
     :meth:`checkpoint`, so that a stop signal waits until checkpoint and metrics are whole.
 
     The checkpoint folder holds ``vocabulary.txt``, ``last.keras`` (model and optimizer state)
-    and ``progress.json`` (logged last), plus what a subclass writes there (best weights).
+    and ``progress.json``, plus what a subclass writes there (best weights); it is logged into
+    one of two slots with its manifest last (:func:`~classifier.runs.resume.log_checkpoint`).
     """
 
     def __init__(self, progress: Progress, vectorizer, workdir: Path, echo: Callable[[str], None]):
@@ -213,5 +215,5 @@ class CheckpointCallback(keras.callbacks.Callback):
         """Save and log the checkpoint, then log the epoch's metrics (step = ``number``)."""
         self.model.save(self.dir / "last.keras")
         (self.dir / PROGRESS_FILE).write_text(json.dumps(vars(self.progress)))
-        log_checkpoint(self.dir, CHECKPOINT_DIR)
+        log_checkpoint(self.dir, CHECKPOINT_DIR, number)
         mlflow.log_metrics(metrics, step=number)

@@ -1,38 +1,86 @@
 """What resuming a run needs from MLflow, for training and pretraining alike: the run's own
-config and last checkpoint, the per-epoch metrics that a hard kill kept from the store, and
-the order a checkpoint is logged in.
+config and last whole checkpoint, the per-epoch metrics that a hard kill kept from the store,
+and how a checkpoint is logged so that it is whole or absent.
+
+A checkpoint goes to one of two slots of the run's ``checkpoint/`` artefacts, ``odd`` or
+``even`` by its epoch, so that the slot being written is never the last whole one. Its files
+are logged first, then ``manifest.json`` (the epoch and each file's SHA-256): a slot counts only
+when its manifest is whole and every file matches it. A process killed at any instant
+(``kill -9`` during an upload, a file half copied) leaves the other slot whole, or none before
+the first epoch's manifest, and a resume continues from the newest whole slot, or from the
+start. Epoch metrics are logged after the manifest, so no logged epoch is ever lost.
 
 Example (resuming a run)::
 
     cfg, checkpoint = load_resume_state(run_id, workdir, "checkpoint")  # checkpoint may be None
     log_missing_metrics(run_id, progress.history)  # inside the resumed run
-    log_checkpoint(folder, "checkpoint")  # after each epoch, progress.json last
+    log_checkpoint(folder, "checkpoint", epoch)  # after each epoch, manifest.json last
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import mlflow
 import yaml
 
 from classifier.config.schema import Config, from_dict
-from classifier.errors import ResumeError
+from classifier.errors import ConfigError, ResumeError, first_line
 
 PRETRAIN_TAG = "pretrain_objective"  # on every pretraining run (and on no training run)
 PROGRESS_FILE = "progress.json"  # in a checkpoint folder: the epochs it holds
+MANIFEST_FILE = "manifest.json"  # in a checkpoint slot, logged last: its epoch and files
+SLOTS = ("even", "odd")  # epoch N's checkpoint goes to SLOTS[N % 2]
+#: The files every checkpoint holds (a subclass may add more, listed in the manifest).
+REQUIRED_FILES = ("vocabulary.txt", "last.keras", PROGRESS_FILE)
 
 
-def log_checkpoint(folder: Path, artifact_path: str) -> None:
-    """Log a checkpoint folder's files under ``artifact_path``, its ``progress.json`` last.
+def log_checkpoint(folder: Path, artifact_path: str, epoch: int) -> None:
+    """Log epoch ``epoch``'s checkpoint folder into its slot of ``artifact_path``: every file,
+    then ``manifest.json`` naming them with their SHA-256 (the slot is whole once it is in).
 
-    A process killed part-way (``kill -9``; stop signals wait for the whole checkpoint) then
-    leaves at worst the new model beside the old progress, so that a resume trains one epoch
-    more rather than skip one.
+    Example (after epoch 3, into ``checkpoint/odd``)::
+
+        log_checkpoint(Path("work/checkpoint"), "checkpoint", 3)
     """
-    files = (path for path in folder.iterdir() if path.is_file())
-    for path in sorted(files, key=lambda path: (path.name == PROGRESS_FILE, path.name)):
-        mlflow.log_artifact(str(path), artifact_path)
+    slot = f"{artifact_path}/{SLOTS[epoch % 2]}"
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != MANIFEST_FILE)
+    manifest = {"epoch": epoch, "files": {path.name: _sha256(path) for path in files}}
+    for path in files:
+        mlflow.log_artifact(str(path), slot)
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, sort_keys=True))
+    mlflow.log_artifact(str(folder / MANIFEST_FILE), slot)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def whole_epoch(folder: Path) -> int | None:
+    """The epoch of the checkpoint slot downloaded to ``folder`` if it is whole (its manifest
+    parses, lists the required files, and every file it lists has its SHA-256), else None.
+    Files the manifest does not list (left from an older epoch) are removed."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text())
+        epoch, files = int(manifest["epoch"]), dict(manifest["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not set(REQUIRED_FILES) <= set(files):
+        return None
+    for name, digest in files.items():
+        path = folder / name
+        if not path.is_file() or _sha256(path) != digest:
+            return None
+    for path in folder.iterdir():
+        if path.name not in files and path.name != MANIFEST_FILE:
+            path.unlink()
+    return epoch
 
 
 def load_resume_state(
@@ -59,13 +107,43 @@ def load_resume_state(
     config_path = mlflow.artifacts.download_artifacts(
         run_id=run_id, artifact_path="config.yaml", dst_path=str(workdir)
     )
-    cfg = from_dict(yaml.safe_load(Path(config_path).read_text()))
+    try:
+        cfg = from_dict(yaml.safe_load(Path(config_path).read_text()))
+    except (yaml.YAMLError, ConfigError, TypeError) as error:  # killed while it was logged
+        raise ResumeError(
+            f"run {run_id} has no whole config.yaml ({first_line(error)}); it cannot be resumed"
+        ) from None
     if checkpoint_dir not in names:
         return cfg, None
-    path = mlflow.artifacts.download_artifacts(
-        run_id=run_id, artifact_path=checkpoint_dir, dst_path=str(workdir / "resumed")
-    )
-    return cfg, Path(path)
+    return cfg, newest_whole_checkpoint(run_id, checkpoint_dir, workdir / "resumed")
+
+
+def newest_whole_checkpoint(run_id: str, checkpoint_dir: str, folder: Path) -> Path | None:
+    """The run's newest whole checkpoint, downloaded under ``folder``, or None where there is
+    none (killed inside the first one's upload: the run starts from the beginning).
+
+    A run checkpointed before the slots (its files directly in ``checkpoint/``) is taken as it
+    is when it holds every required file: those runs logged ``progress.json`` last."""
+    client = mlflow.tracking.MlflowClient()
+    listed = {Path(a.path).name for a in client.list_artifacts(run_id, checkpoint_dir)}
+    whole: list[tuple[int, Path]] = []
+    for slot in sorted(set(SLOTS) & listed):
+        path = Path(
+            mlflow.artifacts.download_artifacts(
+                run_id=run_id, artifact_path=f"{checkpoint_dir}/{slot}", dst_path=str(folder / slot)
+            )
+        )
+        epoch = whole_epoch(path)
+        if epoch is not None:
+            whole.append((epoch, path))
+    if not whole and set(REQUIRED_FILES) <= listed:  # the layout before the slots
+        path = folder / "flat"
+        for name in listed - set(SLOTS):
+            mlflow.artifacts.download_artifacts(
+                run_id=run_id, artifact_path=f"{checkpoint_dir}/{name}", dst_path=str(path)
+            )
+        return path
+    return max(whole)[1] if whole else None
 
 
 def log_missing_metrics(run_id: str, history: dict[str, list[float]]) -> None:

@@ -259,3 +259,15 @@ def metric_history(client: MlflowClient, run_id: str, key: str) -> list[float]:
     """A metric's values in step order (the last value logged at a step wins)."""
     by_step = {metric.step: metric.value for metric in client.get_metric_history(run_id, key)}
     return [by_step[step] for step in sorted(by_step)]
+
+
+def version_of_run(name: str, run_id: str):
+    """The version of registered model ``name`` that run ``run_id`` registered, or None: a run
+    resumed after a kill that fell between its registration and its end registers nothing new.
+
+    Example (in a store where run ``abc`` registered version 1)::
+
+        version_of_run("imdb-sentiment", "abc").version  # '1'
+    """
+    versions = MlflowClient().search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+    return min(versions, key=lambda version: int(version.version)) if versions else None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import keras
 import mlflow
+from mlflow.tracking import MlflowClient
 
 from classifier import plots
 from classifier.config.schema import LABELS
@@ -32,6 +33,7 @@ from classifier.evaluation.metrics import (
 from classifier.models.classifier import build_end_to_end
 from classifier.runs.interrupts import deferred_interrupt
 from classifier.runs.live import status
+from classifier.runs.tracking import MODEL_ALIAS, version_of_run
 from classifier.serving.bundle import write_bundle
 from classifier.serving.registry import log_pyfunc_model
 
@@ -109,9 +111,12 @@ def finish_run(
         mlflow.log_artifact(str(keras_path))
         if bundle is not None:  # what `classify predict` runs without TensorFlow
             mlflow.log_artifacts(str(bundle), BUNDLE_DIR)
-        version = log_pyfunc_model(
-            keras_path, cfg.train.registered_model, EXAMPLE_REVIEWS, bundle=bundle
-        )
+        name, run_id = cfg.train.registered_model, mlflow.active_run().info.run_id
+        version = version_of_run(name, run_id)  # registered before a kill: kept, not repeated
+        if version is None:
+            version = log_pyfunc_model(keras_path, name, EXAMPLE_REVIEWS, bundle=bundle)
+        else:
+            MlflowClient().set_registered_model_alias(name, MODEL_ALIAS, version.version)
         # The time of every epoch, across resumes (epoch_time_s includes validation).
         times = [
             *progress.history.get("epoch_time_s", []),
@@ -131,8 +136,6 @@ def describe_version(version, cfg, metrics: dict[str, float], best_val_accuracy:
 
         MlflowClient().get_model_version("imdb-sentiment", "3").tags["variant"]  # 'nbow'
     """
-    from mlflow.tracking import MlflowClient
-
     client = MlflowClient()
     tags = {
         "variant": cfg.model.variant,

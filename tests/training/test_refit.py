@@ -3,10 +3,7 @@ trained on training and validation reviews together and is the one evaluated and
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import keras
-import mlflow
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
@@ -15,6 +12,7 @@ from classifier.config.schema import load_config
 from classifier.data.pipeline import ReviewVectorizer, load_last_unlabelled, vectorize
 from classifier.evaluation.calibration import Calibration, head_log_odds
 from classifier.evaluation.metrics import mean_entropy, sigmoid
+from classifier.runs.resume import newest_whole_checkpoint
 from classifier.serving.keras_engine import vectorizer_of
 from classifier.serving.registry import load_model
 from classifier.sweeps.compare import compare
@@ -66,7 +64,9 @@ def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixtur
     assert row.key_params.endswith("refit")
 
 
-def test_the_refit_model_has_the_chosen_models_calibrated_confidence(store, fixture_data_dir):
+def test_the_refit_model_has_the_chosen_models_calibrated_confidence(
+    store, fixture_data_dir, tmp_path
+):
     """No labelled review is left to calibrate a refit model on: it gets the temperature and
     offset that give it the calibrated chosen model's mean P(positive) and mean entropy on the
     unlabelled reviews."""
@@ -77,7 +77,7 @@ def test_the_refit_model_has_the_chosen_models_calibrated_confidence(store, fixt
     unlabelled, _ = load_last_unlabelled(cfg.data, 10)
 
     # The chosen model: the best epoch's weights, with the calibration fitted on validation.
-    checkpoint = Path(mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/checkpoint"))
+    checkpoint = newest_whole_checkpoint(result.run_id, "checkpoint", tmp_path)
     chosen = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
     chosen.load_weights(checkpoint / "best.weights.h5")
     vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]

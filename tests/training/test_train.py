@@ -160,7 +160,7 @@ def test_weight_decay_and_clipping_reach_the_optimizer(store, fixture_data_dir):
         fixture_data_dir, "train.epochs=1", "train.weight_decay=0.05", "train.clipnorm=0.5"
     )
     result = train(cfg, echo=lambda line: None)
-    path = mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/checkpoint/last.keras")
+    path = mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/checkpoint/odd/last.keras")
     optimizer = keras.models.load_model(path, safe_mode=True).optimizer
     assert type(optimizer) is keras.optimizers.AdamW
     assert (optimizer.weight_decay, optimizer.clipnorm) == (0.05, 0.5)

@@ -22,6 +22,7 @@ from classifier.cli.main import cli
 from classifier.data.pipeline import resumed_seed
 from classifier.errors import ResumeError, RunBusy, TrainingDiverged
 from classifier.runs.leases import HEARTBEAT_TAG, claimed, is_live
+from classifier.runs.resume import newest_whole_checkpoint
 from classifier.training.train import train
 from tests.conftest import fixture_data_overrides
 
@@ -49,8 +50,10 @@ def overrides(fixture_data_dir, epochs=EPOCHS, batch_size=2) -> list[str]:
 
 
 def checkpoint_progress(run_id: str) -> dict:
-    path = mlflow.artifacts.download_artifacts(f"runs:/{run_id}/checkpoint/progress.json")
-    return json.loads(Path(path).read_text())
+    """The progress of the run's newest whole checkpoint."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = newest_whole_checkpoint(run_id, "checkpoint", Path(folder))
+        return json.loads((path / "progress.json").read_text())
 
 
 def metric_steps(run_id: str, name: str = "val_accuracy") -> list[int]:
@@ -287,12 +290,12 @@ def one_finished_run(fixture_data_dir, tmp_path_factory):
     from classifier.config.schema import load_config
 
     temporary = tmp_path_factory.mktemp("tempdir")
-    logged: list[str] = []
+    logged: list[tuple[str, str]] = []
     real_log_artifact = mlflow.log_artifact
 
     def spy(local_path, artifact_path=None, **kwargs):
-        if artifact_path == "checkpoint":
-            logged.append(Path(local_path).name)
+        if (artifact_path or "").startswith("checkpoint"):
+            logged.append((artifact_path, Path(local_path).name))
         return real_log_artifact(local_path, artifact_path, **kwargs)
 
     uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
@@ -310,13 +313,14 @@ def test_training_leaves_no_temporary_folder(one_finished_run):
     assert list(temporary.glob("classify-train-*")) == []
 
 
-def test_each_checkpoint_logs_its_progress_last(one_finished_run):
-    """A ``kill -9`` during the upload then leaves the old progress beside the new model (one
-    epoch retrained on resume), never the new progress beside the old model (one skipped)."""
+def test_each_checkpoint_goes_to_its_own_slot_with_its_manifest_last(one_finished_run):
+    """Epoch 1 into ``checkpoint/odd``, epoch 2 into ``checkpoint/even``, each ending with its
+    manifest: a ``kill -9`` during one upload leaves the other slot whole."""
     _, _, logged, _ = one_finished_run
-    per_epoch = "".join(logged).split("progress.json")
-    assert logged.count("progress.json") == 2 and per_epoch[-1] == ""  # each epoch ends with it
-    assert {"last.keras", "vocabulary.txt", "best.weights.h5"} <= set(logged)
+    files = ["best.weights.h5", "last.keras", "progress.json", "vocabulary.txt", "manifest.json"]
+    assert logged == [("checkpoint/odd", name) for name in files] + [
+        ("checkpoint/even", name) for name in files
+    ]
 
 
 def test_an_ended_run_keeps_no_heartbeat_tag(one_finished_run):

@@ -115,9 +115,11 @@ def main() -> None:
     if started.returncode:
         raise SystemExit(started.stdout + started.stderr)
     lines = started.stdout.splitlines()
-    tracking = next(line for line in lines if line.startswith("export ")).split("=", 1)[1]
     storage = next(line for line in lines if "--storage " in line).split("--storage ", 1)[1]
-    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking}
+    # A worker's environment: the export lines it printed (tracking URI, login, .pgpass), run.
+    exports = "\n".join(line for line in lines if line.startswith("export "))
+    shell = subprocess.run(["bash", "-c", exports + "\nenv -0"], capture_output=True, check=True)
+    env = dict(item.split("=", 1) for item in shell.stdout.decode().split("\0") if item)
     walls = {}
     try:
         for label in passes:

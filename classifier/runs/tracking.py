@@ -29,7 +29,7 @@ from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from classifier.config.uris import check_store_uri
+from classifier.config.uris import check_store_uri, redacted
 from classifier.errors import TrackingError, first_line
 from classifier.runs.store_paths import (  # noqa: F401 - tracking_uri and friends live there
     PACKAGE_DIR,
@@ -104,19 +104,41 @@ def _origin() -> str:
 def check_server(uri: str, timeout: float = HEALTH_TIMEOUT) -> None:
     """Raise :class:`TrackingError` unless the MLflow server at ``uri`` answers ``GET /health``
     with 200 ``OK`` within ``timeout`` seconds (no retries; MLflow's own requests would retry
-    for minutes). Uses MLflow's HTTP settings: TLS, credentials, proxies."""
+    for minutes) and takes this process's credentials (``MLFLOW_TRACKING_USERNAME`` and
+    ``MLFLOW_TRACKING_PASSWORD``, where it asks for them). Uses MLflow's HTTP settings: TLS,
+    credentials, proxies."""
     from mlflow.tracking._tracking_service.utils import get_default_host_creds
+
+    creds = get_default_host_creds(uri)
+    where = f"the MLflow tracking server {redacted(uri)}{_origin()}"
+    answer = _ask(creds, "/health", where, timeout)
+    if answer.status_code != 200 or answer.text.strip() != "OK":
+        status = f"{answer.status_code} {answer.reason}".strip()
+        raise TrackingError(
+            f"{where} answered GET /health with {status}, not 200 OK: is it an MLflow server?"
+        )
+    # /health answers anyone: a request that needs a login tells whether this one is taken.
+    answer = _ask(creds, "/api/2.0/mlflow/experiments/search?max_results=1", where, timeout)
+    if answer.status_code == 401 and not creds.username:
+        raise TrackingError(
+            f"{where} asks for a login: set MLFLOW_TRACKING_USERNAME and "
+            "MLFLOW_TRACKING_PASSWORD (make server prints them)"
+        )
+    if answer.status_code == 401:
+        raise TrackingError(
+            f"{where} refused user {creds.username!r}: wrong or missing MLFLOW_TRACKING_PASSWORD"
+        )
+    if answer.status_code == 403:
+        raise TrackingError(f"{where}: user {creds.username!r} may not read experiments")
+
+
+def _ask(creds, endpoint: str, where: str, timeout: float):
+    """GET ``endpoint`` once; a connection that fails is one line (:class:`TrackingError`)."""
     from mlflow.utils.rest_utils import http_request
 
-    where = f"the MLflow tracking server {uri}{_origin()}"
     try:
-        answer = http_request(
-            get_default_host_creds(uri),
-            "/health",
-            "GET",
-            max_retries=0,
-            timeout=timeout,
-            raise_on_status=False,
+        return http_request(
+            creds, endpoint, "GET", max_retries=0, timeout=timeout, raise_on_status=False
         )
     except MlflowException as error:  # MLflow wraps what requests raised
         text = str(error).lower()
@@ -125,14 +147,13 @@ def check_server(uri: str, timeout: float = HEALTH_TIMEOUT) -> None:
             "timed out": f"no answer within {timeout:g} s",
             "name or service not known": "unknown host",
             "nodename nor servname": "unknown host",
+            "certificate verify failed": (
+                "its TLS certificate is not trusted (set MLFLOW_TRACKING_SERVER_CERT_PATH to "
+                "the certificate make server made: SERVER_DIR/worker/ca.pem)"
+            ),
         }
         reason = next((short for key, short in reasons.items() if key in text), first_line(error))
         raise TrackingError(f"cannot reach {where}: {reason}") from None
-    if answer.status_code != 200 or answer.text.strip() != "OK":
-        status = f"{answer.status_code} {answer.reason}".strip()
-        raise TrackingError(
-            f"{where} answered GET /health with {status}, not 200 OK: is it an MLflow server?"
-        )
 
 
 @contextlib.contextmanager

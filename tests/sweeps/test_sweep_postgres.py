@@ -5,22 +5,24 @@ worker, which continues the same MLflow child run from its checkpoint."""
 
 from __future__ import annotations
 
-import os
-import shutil
+import base64
+import contextlib
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
-import mlflow
+import psycopg2
 import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.runs.tracking import CONFIG_HASH_TAG, PARENT_TAG, SPEC_HASH_TAG
+from tests.servers import Server, started_server
 from tests.sweep_helpers import spec_tree, write_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,55 +30,37 @@ EPOCHS = 3
 GRACE_S = 6
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
-def sweep_server():
-    """``scripts/server.sh start`` (what ``make server`` runs) on free ports and a fresh folder
-    that the ``postgres`` user can enter; stopped and removed afterwards. Yields the MLflow URL
-    and the Optuna storage URL that it prints."""
-    folder = Path(tempfile.mkdtemp(prefix="classify-server-"))
-    folder.chmod(0o755)
-    env = {
-        **os.environ,
-        "SERVER_DIR": str(folder),
-        "PG_PORT": str(free_port()),
-        "PORT": str(free_port()),
-        "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
-    }
-    env.pop("MLFLOW_TRACKING_URI", None)
-    script = str(ROOT / "scripts" / "server.sh")
-    started = subprocess.run(
-        [script, "start"], env=env, capture_output=True, text=True, timeout=400
-    )
-    try:
-        assert started.returncode == 0, started.stdout + started.stderr
-        lines = started.stdout.splitlines()
-        tracking = next(line for line in lines if line.startswith("export MLFLOW_TRACKING_URI="))
-        storage = next(line for line in lines if line.startswith("classify sweep SPEC --storage "))
-        yield tracking.split("=", 1)[1], storage.split("--storage ", 1)[1]
-    finally:
-        subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
-        shutil.rmtree(folder, ignore_errors=True)
+def sweep_server() -> Iterator[Server]:
+    """The server on 127.0.0.1, as ``make server`` starts it by default."""
+    with started_server() as server:
+        yield server
 
 
 def test_make_server_prints_what_workers_need(sweep_server):
-    tracking, storage = sweep_server
-    assert tracking.startswith("http://127.0.0.1:")
-    assert storage.startswith("postgresql://postgres@127.0.0.1:") and storage.endswith("/optuna")
+    worker = f"{sweep_server.folder}/worker"
+    port = sweep_server.tracking.rsplit(":", 1)[1]
+    assert sweep_server.printed.splitlines()[-5:] == [
+        f"export MLFLOW_TRACKING_URI=http://127.0.0.1:{port}",
+        "export MLFLOW_TRACKING_USERNAME=worker",
+        f'export MLFLOW_TRACKING_PASSWORD="$(cat {worker}/mlflow-password)"',
+        f"export PGPASSFILE={worker}/pgpass",
+        f"classify sweep SPEC --storage {sweep_server.storage}",
+    ]
+    assert sweep_server.storage.startswith("postgresql://worker@127.0.0.1:")
+    assert sweep_server.storage.endswith("/optuna")
+    assert len(sweep_server.worker["MLFLOW_TRACKING_PASSWORD"]) >= 32
 
 
-def test_a_killed_worker_hands_its_point_to_the_other(sweep_server, fixture_data_dir, tmp_path):
-    tracking, storage = sweep_server
+def test_a_killed_worker_hands_its_point_to_the_other(
+    sweep_server, fixture_data_dir, tmp_path, monkeypatch
+):
+    tracking, storage = sweep_server.tracking, sweep_server.storage
     tree = spec_tree(fixture_data_dir, name="killed", experiment="sweep-postgres")
     tree["overrides"]["train.epochs"] = EPOCHS
     tree["grid"] = {"train.seed": [1, 2, 3]}  # 2 variants x 3 seeds
     spec = write_spec(tmp_path / "killed.yaml", tree)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": tracking, "PYTHONUNBUFFERED": "1"}
+    env = sweep_server.env()
     command = [
         sys.executable,
         "-m",
@@ -118,8 +102,9 @@ def test_a_killed_worker_hands_its_point_to_the_other(sweep_server, fixture_data
     survived = logs[1].read_text()
     assert f"run {killed_run} (RUNNING)" in survived  # resumed, not trained afresh
 
-    mlflow.set_tracking_uri(tracking)
-    client = MlflowClient()
+    for name, value in sweep_server.worker.items():  # the test reads as a worker
+        monkeypatch.setenv(name, value)
+    client = MlflowClient(tracking)
     experiment = client.get_experiment_by_name("sweep-postgres")
     runs = client.search_runs([experiment.experiment_id])
     (parent,) = [run for run in runs if SPEC_HASH_TAG in run.data.tags]
@@ -150,3 +135,113 @@ def test_a_killed_worker_hands_its_point_to_the_other(sweep_server, fixture_data
     late = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert late.returncode == 0, late.stderr
     assert "sweep killed: finished already (6 of 6 points finished, 0 failed)" in late.stdout
+
+
+def secrets_of(server: Server) -> list[str]:
+    folder = server.folder
+    files = [
+        *(folder / "secrets").glob("*.password"),
+        folder / "secrets" / "flask-secret.key",
+        folder / "worker" / "mlflow-password",
+    ]
+    return [path.read_text().strip() for path in files]
+
+
+def test_the_credentials_are_private_and_never_shown(sweep_server):
+    folder = sweep_server.folder
+    for private in (folder / "secrets", folder / "worker"):
+        assert private.stat().st_mode & 0o777 == 0o700, private
+        for path in private.iterdir():
+            assert path.stat().st_mode & 0o077 == 0, f"{path} is readable by others"
+    secrets = secrets_of(sweep_server)
+    assert len(secrets) == 6 and all(len(secret) >= 32 for secret in secrets)
+    logs = [folder / "mlflow.log", folder / "run" / "postgresql.log", folder / "initdb.log"]
+    shown = [sweep_server.printed, *(path.read_text() for path in logs)]
+    for proc in Path("/proc").glob("[0-9]*"):  # every command line ps could show
+        with contextlib.suppress(OSError):
+            shown.append((proc / "cmdline").read_bytes().decode(errors="replace"))
+    assert not [secret for secret in secrets if any(secret in text for text in shown)]
+    hba = (folder / "pgdata" / "pg_hba.conf").read_text()
+    assert "trust" not in hba and "scram-sha-256" in hba
+
+
+def test_nobody_gets_in_without_the_password(sweep_server):
+    def status(**auth: str) -> int:
+        request = urllib.request.Request(
+            f"{sweep_server.tracking}/api/2.0/mlflow/experiments/search?max_results=1"
+        )
+        if auth:
+            token = base64.b64encode(f"{auth['user']}:{auth['password']}".encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    password = sweep_server.worker["MLFLOW_TRACKING_PASSWORD"]
+    assert status() == 401
+    assert status(user="worker", password="guess") == 401
+    assert status(user="admin", password="password1234") == 401  # MLflow's old default
+    assert status(user="worker", password=password) == 200
+
+    port = int(sweep_server.storage.rsplit(":", 1)[1].split("/")[0])
+    for user, database, password in [
+        ("worker", "optuna", ""),
+        ("worker", "optuna", "guess"),
+        ("postgres", "postgres", ""),
+        ("mlflow", "mlflow", ""),
+    ]:
+        with pytest.raises(psycopg2.OperationalError, match="password"):
+            psycopg2.connect(
+                host="127.0.0.1",
+                port=port,
+                user=user,
+                dbname=database,
+                password=password,
+                passfile="/nonexistent/pgpass",
+                connect_timeout=10,
+            )
+
+
+def test_a_wrong_or_missing_password_is_one_line(sweep_server, tmp_path):
+    def classify(*args: str, **changes: str | None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "classifier", *args],
+            env=sweep_server.env(**changes),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    where = f"the MLflow tracking server {sweep_server.tracking} (MLFLOW_TRACKING_URI)"
+    wrong = classify("compare", "--experiment", "none", MLFLOW_TRACKING_PASSWORD="guess")
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert wrong.stderr == (
+        f"classify: error: {where} refused user 'worker': wrong or missing "
+        "MLFLOW_TRACKING_PASSWORD\n"
+    )
+    missing = classify(
+        "compare",
+        "--experiment",
+        "none",
+        MLFLOW_TRACKING_USERNAME=None,
+        MLFLOW_TRACKING_PASSWORD=None,
+    )
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert missing.stderr == (
+        f"classify: error: {where} asks for a login: set MLFLOW_TRACKING_USERNAME and "
+        "MLFLOW_TRACKING_PASSWORD (make server prints them)\n"
+    )
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text("*:*:optuna:worker:guess\n")
+    pgpass.chmod(0o600)
+    spec = write_spec(tmp_path / "s.yaml", spec_tree(tmp_path, name="s", experiment="s"))
+    shown = sweep_server.storage.replace("postgresql://", "postgresql+psycopg2://")
+    for changes in ({"PGPASSFILE": str(pgpass)}, {"PGPASSFILE": str(tmp_path / "absent")}):
+        result = classify(
+            "sweep", str(spec), "--status", "--storage", sweep_server.storage, **changes
+        )
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"classify: error: --storage {shown}: cannot open it: ")
+        assert "password" in result.stderr and len(result.stderr.splitlines()) == 1

@@ -17,6 +17,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -44,6 +46,40 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server_stack(folder: Path) -> Iterator[tuple[dict[str, str], str]]:
+    """``scripts/server.sh start`` on free ports with its data in ``folder``; yields a worker's
+    environment (the export lines it printed, run by bash: tracking URI, login, .pgpass) and
+    the storage URL of its sweep line. Stopped afterwards."""
+    folder.mkdir(parents=True)
+    folder.chmod(0o755)
+    server_env = {
+        **os.environ,
+        "SERVER_DIR": str(folder),
+        "PG_PORT": str(free_port()),
+        "PORT": str(free_port()),
+        "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
+    }
+    server_env.pop("MLFLOW_TRACKING_URI", None)
+    script = str(ROOT / "scripts" / "server.sh")
+    started = subprocess.run([script, "start"], env=server_env, capture_output=True, text=True)
+    if started.returncode:
+        raise SystemExit(started.stdout + started.stderr)
+    try:
+        lines = started.stdout.splitlines()
+        storage = next(line for line in lines if "--storage " in line).split("--storage ", 1)[1]
+        exports = "\n".join(line for line in lines if line.startswith("export "))
+        shell = subprocess.run(
+            ["bash", "-c", exports + "\nenv -0"], capture_output=True, check=True
+        )
+        yield (
+            dict(item.split("=", 1) for item in shell.stdout.decode().split("\0") if item),
+            storage,
+        )
+    finally:
+        subprocess.run([script, "stop"], env=server_env, capture_output=True)
 
 
 def spec_copy(folder: Path, label: str, quick: bool) -> Path:
@@ -100,36 +136,14 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="classify-throughput-"))
     folder.chmod(0o755)
-    server_env = {
-        **os.environ,
-        "SERVER_DIR": str(folder / "server"),
-        "PG_PORT": str(free_port()),
-        "PORT": str(free_port()),
-        "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
-    }
-    server_env.pop("MLFLOW_TRACKING_URI", None)
-    (folder / "server").mkdir()
-    (folder / "server").chmod(0o755)
-    script = str(ROOT / "scripts" / "server.sh")
-    started = subprocess.run([script, "start"], env=server_env, capture_output=True, text=True)
-    if started.returncode:
-        raise SystemExit(started.stdout + started.stderr)
-    lines = started.stdout.splitlines()
-    storage = next(line for line in lines if "--storage " in line).split("--storage ", 1)[1]
-    # A worker's environment: the export lines it printed (tracking URI, login, .pgpass), run.
-    exports = "\n".join(line for line in lines if line.startswith("export "))
-    shell = subprocess.run(["bash", "-c", exports + "\nenv -0"], capture_output=True, check=True)
-    env = dict(item.split("=", 1) for item in shell.stdout.decode().split("\0") if item)
     walls = {}
-    try:
+    with server_stack(folder / "server") as (env, storage):
         for label in passes:
             workers, _, threads = label.partition("/")
             spec = spec_copy(folder, label, args.quick)
             walls[label] = run_pass(
                 spec, int(workers), int(threads) if threads else None, env, storage, folder
             )
-    finally:
-        subprocess.run([script, "stop"], env=server_env, capture_output=True)
     points = len(yaml.safe_load(SPEC.read_text())["points"])
     print(f"## Sweep throughput ({'quick: ' if args.quick else ''}{points} points of {SPEC.name})")
     print()

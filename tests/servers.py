@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -68,6 +69,52 @@ class Server:
     printed: str  # its standard output
     worker: dict[str, str]  # the variables its export lines set
     storage: str  # the --storage of its classify sweep line
+    settings: dict[str, str]  # the environment scripts/server.sh ran in
+
+    def classify(self, *args: str, **changes: str | None) -> subprocess.CompletedProcess:
+        """``classify ARGS`` as a worker of this server runs it (``changes``: see :meth:`env`)."""
+        return subprocess.run(
+            [sys.executable, "-m", "classifier", *args],
+            env=self.env(**changes),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    def script(self, command: str) -> None:
+        """``scripts/server.sh start`` or ``stop``, on this server's folder and ports."""
+        done = subprocess.run(
+            [str(ROOT / "scripts" / "server.sh"), command],
+            env=self.settings,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def stop_mlflow(self) -> None:
+        """Stop the MLflow server alone (its process group, as ``stop`` does)."""
+        pid = int((self.folder / "mlflow.pid").read_text())
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+        raise AssertionError("the MLflow server did not stop within 60 s")
+
+    def stop_postgres(self) -> None:
+        """``pg_ctl stop`` (fast: open connections are cut), as the postgres user;
+        ``script("start")`` starts it again."""
+        bin_dir = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
+        command = [str(bin_dir / "pg_ctl"), "-D", str(self.folder / "pgdata"), "-m", "fast"]
+        command += ["-w", "stop"]
+        if os.getuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
 
     @property
     def tracking(self) -> str:
@@ -85,12 +132,17 @@ class Server:
 
 
 @contextlib.contextmanager
-def started_server(**settings: str) -> Iterator[Server]:
+def started_server(artifact_disk_mb: int | None = None, **settings: str) -> Iterator[Server]:
     """``scripts/server.sh start`` (what ``make server`` runs) on free ports and a fresh folder
     that the ``postgres`` user can enter, with ``settings`` (HOST, ADDRESS) in its environment;
-    stopped and removed afterwards."""
+    stopped and removed afterwards. ``artifact_disk_mb``: the artefacts on a disk of their own
+    of that size (a tmpfs: the tests run as root), which a test may fill."""
     folder = Path(tempfile.mkdtemp(prefix="classify-server-"))
     folder.chmod(0o755)
+    if artifact_disk_mb:
+        (folder / "artifacts").mkdir()
+        mount = ["mount", "-t", "tmpfs", "-o", f"size={artifact_disk_mb}m", "tmpfs"]
+        subprocess.run([*mount, str(folder / "artifacts")], check=True)
     env = {
         **os.environ,
         "SERVER_DIR": str(folder),
@@ -111,8 +163,10 @@ def started_server(**settings: str) -> Iterator[Server]:
         lines = started.stdout.splitlines()
         storage = next(line for line in lines if line.startswith("classify sweep SPEC --storage "))
         yield Server(
-            folder, started.stdout, worker_environment(started.stdout), storage.split()[-1]
+            folder, started.stdout, worker_environment(started.stdout), storage.split()[-1], env
         )
     finally:
         subprocess.run([script, "stop"], env=env, capture_output=True, timeout=120)
+        if artifact_disk_mb:
+            subprocess.run(["umount", str(folder / "artifacts")], check=False)
         shutil.rmtree(folder, ignore_errors=True)

@@ -27,12 +27,22 @@ def import_tensorflow(threads: int | None = None) -> None:
     """Import TensorFlow with file descriptor 2 on /dev/null (unless verbose): its C++ side
     prints oneDNN and absl lines at import even with ``TF_CPP_MIN_LOG_LEVEL=3``. Only the
     import is silenced, so an import error's traceback and everything after still shows.
-    Before the import, :func:`keep_freed_memory`; after it, ``threads`` (:func:`limit_threads`)."""
+    Before the import, :func:`keep_freed_memory` and libpq (:func:`load_libpq_first`); after
+    it, ``threads`` (:func:`limit_threads`)."""
     if "tensorflow" not in sys.modules:
         keep_freed_memory()
+        load_libpq_first()
         if os.environ.get("CLASSIFY_VERBOSE") != "1":
             _import_silenced()
     limit_threads(threads)
+
+
+def load_libpq_first() -> None:
+    """Load psycopg2 (libpq and its OpenSSL) before TensorFlow, which brings BoringSSL: the
+    other way round, the first TLS connection to PostgreSQL (a sweep storage of ``make server
+    HOST=...``) ends the process with a segmentation fault (psycopg2-binary 2.9 after
+    TensorFlow 2.21, seen here 2026-11-26). About 17 ms."""
+    import psycopg2  # noqa: F401 - loaded for its libraries
 
 
 def keep_freed_memory() -> bool:

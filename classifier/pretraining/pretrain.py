@@ -111,7 +111,7 @@ def pretrain(
         RunBusy: ``resume`` names a run that another live process trains or resumes.
         TrainingDiverged: the loss became NaN or infinite (the run is marked FAILED).
     """
-    with run_workspace("pretrain", resume) as workdir:
+    with run_workspace("pretrain", resume, echo) as workdir:
         cfg, checkpoint = resume_state(cfg, resume, workdir, pretraining=True)
         with precision_policy(cfg.train.mixed_precision):  # the model built for pretraining
             return _pretrain_from(cfg, checkpoint, resume, echo, workdir)

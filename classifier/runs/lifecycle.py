@@ -36,9 +36,11 @@ import mlflow
 import yaml
 
 from classifier.config.schema import Config
+from classifier.config.uris import redacted
 from classifier.config.variants import used_params
 from classifier.data.source import data_source
 from classifier.runs.leases import Heartbeat, claimed, drop_heartbeat
+from classifier.runs.outages import watch_mlflow
 from classifier.runs.precision import training_device
 from classifier.runs.resume import (
     PROGRESS_FILE,
@@ -84,17 +86,24 @@ class Progress:
 def quiet_libraries() -> None:
     """Silence library chatter that says nothing to a user of this tool."""
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    # A server's runs end with MLflow's "View run ... at: URL" lines on stdout.
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     # Keras warns when an epoch ends exactly at the end of a finite tf.data pipeline.
     warnings.filterwarnings("ignore", message="Your input ran out of data")
 
 
 @contextlib.contextmanager
-def run_workspace(command: str, resume: str | None) -> Iterator[Path]:
+def run_workspace(
+    command: str, resume: str | None, echo: Callable[[str], None] | None = None
+) -> Iterator[Path]:
     """Configure tracking, claim ``resume`` (raising ``RunBusy`` where another live process
-    holds it) and yield a scratch folder that is removed afterwards."""
-    configure_tracking()
+    holds it) and yield a scratch folder that is removed afterwards. With a tracking server,
+    its outages are one line each on ``echo`` (:func:`~classifier.runs.outages.watch_mlflow`)."""
+    uri = configure_tracking()
     quiet_libraries()
+    if echo is not None and not uri.startswith("sqlite:"):
+        watch_mlflow(f"the MLflow server {redacted(uri)}", echo)
     held = claimed(resume) if resume else contextlib.nullcontext()
     with tempfile.TemporaryDirectory(prefix=f"classify-{command}-") as folder, held:
         yield Path(folder)

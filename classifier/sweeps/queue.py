@@ -23,150 +23,16 @@ Example (a grid of 2 points in a throwaway storage)::
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import socket
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
-from classifier.config.uris import redacted, sweep_storage_url
 from classifier.errors import SweepError
-from classifier.runs.tracking import exclusive_lock
 
-#: Seconds between a worker's heartbeats on the trial it runs.
-HEARTBEAT_S = 10
-#: A trial whose heartbeat is older than this is failed and handed back. Longer than the MLflow
-#: run's own lease (:data:`classifier.runs.leases.STALE_AFTER_S`), so that the worker that takes
-#: it over finds the child run free to resume.
-GRACE_S = 75.0
 #: How long a worker waits for another worker to finish launching the sweep.
 LAUNCH_WAIT_S = 120.0
-STORAGE_FILE = "sweeps.db"
-
-
-def quiet_optuna() -> None:
-    """Keep Optuna's own log lines and experimental-feature warnings off the terminal."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    optuna.logging.disable_propagation()
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-
-
-def default_storage(tracking_uri: str) -> str:
-    """``sqlite:///`` beside a local ``mlflow.db`` (or in the current folder for a server).
-
-    Example:
-        >>> default_storage("sqlite:////work/mlflow.db")
-        'sqlite:////work/sweeps.db'
-    """
-    if tracking_uri.startswith("sqlite:///"):
-        folder = Path(tracking_uri.removeprefix("sqlite:///")).parent
-    else:
-        folder = Path.cwd()
-    return f"sqlite:///{folder / STORAGE_FILE}"
-
-
-def check_tracking_for(storage_url: str, tracking_uri: str) -> None:
-    """A storage on a server needs a tracking store that other machines see as well.
-
-    Raises:
-        SweepError: the storage is PostgreSQL while runs would go to a local SQLite file.
-    """
-    if storage_url.startswith("postgresql") and tracking_uri.startswith("sqlite:"):
-        raise SweepError(
-            f"the sweep storage {redacted(storage_url)} is a server but the tracking store "
-            f"{tracking_uri} is a local file that workers on other machines cannot see; set "
-            f"MLFLOW_TRACKING_URI to the MLflow server (make server prints it)"
-        )
-
-
-def open_storage(url: str, grace: float = GRACE_S):
-    """Open (and on first use create) Optuna's RDB storage at ``url`` with heartbeats on.
-
-    Raises:
-        SweepError: a malformed URL, or a database that cannot be reached or opened.
-    """
-    import optuna
-    import sqlalchemy.exc
-
-    url = sweep_storage_url(url)
-    quiet_optuna()
-    if url.startswith("sqlite:///"):
-        folder = Path(url.removeprefix("sqlite:///")).parent
-        if not folder.is_dir():
-            raise SweepError(f"--storage {url}: folder {folder} does not exist")
-        engine = {"connect_args": {"timeout": 60}}
-    else:
-        engine = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
-    interval = max(1, min(HEARTBEAT_S, int(grace / 3)))
-    for attempt in range(3):  # workers creating a server's tables at once: one wins, others retry
-        try:
-            with _creating(url):
-                storage = optuna.storages.RDBStorage(
-                    url,
-                    engine_kwargs=engine,
-                    heartbeat_interval=interval,
-                    grace_period=int(grace),
-                    heartbeat_stale_trial_callback=(
-                        optuna.storages.RetryHeartbeatStaleTrialCallback()
-                    ),
-                )
-            if url.startswith("sqlite:"):
-                _lock_on_begin(storage.engine)
-            return storage
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
-            if attempt == 2:
-                raise
-            time.sleep(1 + attempt)
-        except (sqlalchemy.exc.SQLAlchemyError, OSError) as error:
-            reason = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
-            raise SweepError(f"--storage {redacted(url)}: cannot open it: {reason}") from None
-    raise AssertionError("unreachable")
-
-
-@contextlib.contextmanager
-def _creating(url: str) -> Iterator[None]:
-    """Let one process at a time create a SQLite storage's tables (a no-op for a server).
-
-    Optuna creates its tables and stamps Alembic's version table outside one transaction, so
-    two workers opening a new ``sweeps.db`` at once failed with SQLite's "table studies already
-    exists" (seen in CI). An exclusive lock on ``sweeps.db.lock`` beside it, as for MLflow's
-    store, orders the creation; the second worker then finds the tables made.
-    """
-    path = url.removeprefix("sqlite:///")
-    if path in (url, ":memory:"):  # a server, or a database that only this process sees
-        yield
-        return
-    with exclusive_lock(Path(path + ".lock")):  # an unwritable folder: no lock, nothing to make
-        yield
-
-
-def _lock_on_begin(engine) -> None:
-    """Make every SQLite transaction take the write lock first (``BEGIN IMMEDIATE``).
-
-    Optuna takes a waiting trial by reading its row ``FOR UPDATE`` and setting it RUNNING.
-    SQLite has no row locks, and Python's sqlite3 runs that read outside any transaction, so two
-    workers could both read WAITING and both take the point (seen in CI: one point trained
-    twice). Under ``BEGIN IMMEDIATE`` the second worker's read waits for the first one's commit
-    and sees RUNNING. The SQLAlchemy recipe for SQLite's locking; pooled connections opened
-    before the listeners are dropped.
-    """
-    from sqlalchemy import event
-
-    def autocommit_driver(dbapi_connection, _record) -> None:
-        dbapi_connection.isolation_level = None  # SQLAlchemy, not the driver, begins
-
-    def begin_immediate(connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-    event.listen(engine, "connect", autocommit_driver)
-    event.listen(engine, "begin", begin_immediate)
-    engine.dispose()
 
 
 def launch(

@@ -24,6 +24,7 @@ Example (trains every point: minutes)::
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +32,9 @@ from dataclasses import dataclass, field
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from classifier.config.uris import redacted
-from classifier.errors import UserError
+from classifier.config.uris import redacted, sweep_storage_url
+from classifier.errors import UserError, first_line
+from classifier.runs.outages import watch_mlflow
 from classifier.runs.tracking import (
     SPEC_HASH_TAG,
     configure_tracking,
@@ -51,6 +53,14 @@ from classifier.sweeps.spec import (
     search_hash,
     search_point,
     spec_hash,
+)
+from classifier.sweeps.storage import (
+    GRACE_S,
+    HEARTBEAT_S,
+    check_tracking_for,
+    default_storage,
+    open_storage,
+    taken_over,
 )
 from classifier.sweeps.summary import log_search, log_summary
 
@@ -110,7 +120,7 @@ def run_sweep(
     spec: SweepSpec,
     echo: Callable[[str], None] = print,
     storage: str | None = None,
-    grace: float = queue.GRACE_S,
+    grace: float = GRACE_S,
     max_retries: int = MAX_RETRIES,
 ) -> SweepResult:
     """Launch the sweep if needed, then work on it until no point is left.
@@ -119,7 +129,7 @@ def run_sweep(
         spec: the sweep spec (a grid of points, or a ``search:``).
         echo: where progress lines go.
         storage: the Optuna storage URL shared by the workers; default SQLite beside
-            ``mlflow.db`` (:func:`classifier.sweeps.queue.default_storage`).
+            ``mlflow.db`` (:func:`classifier.sweeps.default_storage`).
         grace: seconds without a heartbeat after which another worker takes a point over.
         max_retries: how often a point that fails by itself is tried again.
 
@@ -139,9 +149,11 @@ def run_sweep(
     digest = search_hash(spec) if spec.search else spec_hash(points)
     tracking = configure_tracking()
     quiet_libraries()
-    storage_url = storage or queue.default_storage(tracking)
-    queue.check_tracking_for(queue.sweep_storage_url(storage_url), tracking)
-    rdb = queue.open_storage(storage_url, grace)
+    storage_url = storage or default_storage(tracking)
+    check_tracking_for(sweep_storage_url(storage_url), tracking)
+    if not tracking.startswith("sqlite:"):  # a server: its outages are one line each
+        watch_mlflow(f"the MLflow server {redacted(tracking)}", echo)
+    rdb = open_storage(storage_url, grace, echo)
     experiment = (points[0].config if points else search_point(spec, 0, {}).config).experiment
     experiment_id = ensure_experiment(experiment)
     client = MlflowClient()
@@ -225,7 +237,7 @@ def _work(sweep: _Sweep) -> None:
         if not said_waiting:
             sweep.echo(f"waiting for {tally['running']} point(s) running on other workers")
             said_waiting = True
-        time.sleep(queue.HEARTBEAT_S)
+        time.sleep(HEARTBEAT_S)
         optuna.storages.fail_stale_trials(sweep.study)
 
 
@@ -239,13 +251,19 @@ def _run_one(sweep: _Sweep) -> None:
 
     def objective(trial: optuna.Trial) -> float:
         point = _point_of(sweep, trial)
-        taken["number"], taken["point"] = trial.number, point
+        taken["number"], taken["point"], taken["id"] = trial.number, point, trial._trial_id
         trial.set_user_attr("worker", queue.worker_name())
         return train_point(sweep, point, trial)
 
     try:
         sweep.study.optimize(objective, n_trials=1, catch=())
     except (TrainingInterrupted, KeyboardInterrupt):
+        if taken.get("id") in taken_over:  # not a stop: the point went to another worker
+            sweep.echo(
+                f"left {sweep.title(taken['point'])} to another worker: the sweep storage was "
+                "away for longer than the grace period, and the point was handed on"
+            )
+            return
         if "number" in taken:
             queue.retry(sweep.study, _trial(sweep, taken["number"]), count=False)  # hand back
         raise
@@ -255,7 +273,7 @@ def _run_one(sweep: _Sweep) -> None:
         if "number" not in taken:
             raise
         trial, point = _trial(sweep, taken["number"]), taken["point"]
-        reason = str(error) if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
+        reason = _failure(error)
         done = queue.failures(trial)
         if done < sweep.max_retries:
             queue.retry(sweep.study, trial)
@@ -266,6 +284,31 @@ def _run_one(sweep: _Sweep) -> None:
         else:
             sweep.result.failed.append(point.index)
             sweep.echo(f"failed {sweep.title(point)}: {reason}; no retry left")
+
+
+def _failure(error: Exception) -> str:
+    """Why a point failed, on one line. An artefact the MLflow server could not store (its
+    disk full, say) is named with its path; the server's log has the cause.
+
+    Example:
+        >>> _failure(RuntimeError("API request to http://h:5000/api/2.0/mlflow-artifacts/"
+        ...     "artifacts/1/0a1b/artifacts/checkpoint/odd/last.keras failed with exception "
+        ...     "HTTPConnectionPool(...): Max retries exceeded (Caused by ResponseError('too many "
+        ...     "500 error responses'))"))
+        'the MLflow server answered 500 when storing checkpoint/odd/last.keras (is its artefact disk full? its log says); the checkpoint before it is kept'
+    """
+    if isinstance(error, UserError):
+        return first_line(error)
+    text = str(error)
+    stored = re.search(r"/mlflow-artifacts/artifacts/[^ ]*?/artifacts/([^ ]+)", text)
+    status = re.search(r"too many (\d{3}) error responses|error code (\d{3})", text)
+    if stored and status:
+        return (
+            f"the MLflow server answered {status.group(1) or status.group(2)} when storing "
+            f"{stored.group(1)} (is its artefact disk full? its log says); the checkpoint "
+            "before it is kept"
+        )
+    return f"{type(error).__name__}: {first_line(error)}"
 
 
 def _trial(sweep: _Sweep, number: int):

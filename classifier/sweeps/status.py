@@ -16,6 +16,7 @@ from classifier.config.uris import redacted, sweep_storage_url
 from classifier.runs.tracking import configure_tracking
 from classifier.sweeps import queue
 from classifier.sweeps.spec import SweepSpec, expand, search_hash, spec_hash
+from classifier.sweeps.storage import default_storage, open_storage
 
 
 def sweep_status(spec: SweepSpec, storage: str | None = None) -> str:
@@ -28,13 +29,13 @@ def sweep_status(spec: SweepSpec, storage: str | None = None) -> str:
     points = expand(spec)
     planned = spec.search.trials if spec.search else len(points)
     digest = search_hash(spec) if spec.search else spec_hash(points)
-    url = sweep_storage_url(storage or queue.default_storage(configure_tracking()))
+    url = sweep_storage_url(storage or default_storage(configure_tracking()))
     shown = redacted(url)
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
         study = None
     else:
         with queue.quiet_storage_errors():
-            study = queue.find_study(queue.open_storage(url), f"{spec.name}-{digest}")
+            study = queue.find_study(open_storage(url), f"{spec.name}-{digest}")
     if study is None or not study.user_attrs.get("launched"):
         return (
             f"sweep {spec.name}: not launched in {shown}; start it with: classify sweep "

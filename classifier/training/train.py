@@ -110,7 +110,7 @@ def train(
         RunBusy: ``resume`` names a run that another live process trains or resumes.
         TrainingDiverged: the loss became NaN or infinite (the run is marked FAILED).
     """
-    with run_workspace("train", resume) as workdir:
+    with run_workspace("train", resume, echo) as workdir:
         cfg, checkpoint = resume_state(cfg, resume, workdir)
         with precision_policy(cfg.train.mixed_precision):  # the models built for training
             return _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir)

@@ -15,7 +15,7 @@ import psycopg2
 import pytest
 
 from tests.servers import Server, started_server
-from tests.sweep_helpers import spec_tree, write_spec
+from tests.sweep_helpers import one_point_spec
 
 
 @pytest.fixture(scope="module")
@@ -24,16 +24,6 @@ def open_server() -> Iterator[Server]:
     certificate names)."""
     with started_server(HOST="0.0.0.0", ADDRESS="localhost") as server:
         yield server
-
-
-def classify(server: Server, *args: str, **changes: str | None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "classifier", *args],
-        env=server.env(**changes),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_an_open_server_prints_what_a_worker_verifies_it_with(open_server):
@@ -51,24 +41,26 @@ def test_an_open_server_prints_what_a_worker_verifies_it_with(open_server):
     ]
 
 
-def test_a_worker_reaches_both_servers_over_verified_tls(open_server, tmp_path):
-    spec = write_spec(tmp_path / "s.yaml", spec_tree(tmp_path, name="tls", experiment="tls"))
-    result = classify(open_server, "sweep", str(spec), "--status", "--storage", open_server.storage)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("sweep tls: not launched in postgresql+psycopg2://worker@")
+def test_a_worker_trains_a_point_over_verified_tls(open_server, fixture_data_dir, tmp_path):
+    """A real point: TensorFlow in the worker, then TLS to PostgreSQL (which segfaulted before
+    libpq was loaded first: classifier.cli.startup.load_libpq_first) and HTTPS to MLflow."""
+    spec = one_point_spec(tmp_path, fixture_data_dir, "sweep-tls")
+    result = open_server.classify("sweep", str(spec), "--storage", open_server.storage)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "best: attention" in result.stdout and "Traceback" not in result.stderr
 
-    worker = open_server.worker
-    connection = psycopg2.connect(
-        open_server.storage,
-        passfile=worker["PGPASSFILE"],
-        sslmode="verify-full",
-        sslrootcert=worker["PGSSLROOTCERT"],
-        connect_timeout=10,
+    # The worker role's connection is encrypted, and verified (PGSSLMODE=verify-full): asked
+    # in a fresh interpreter, as a worker would.
+    ask = (
+        "import os, psycopg2; c = psycopg2.connect(os.environ['STORAGE'], connect_timeout=10); "
+        "k = c.cursor(); k.execute('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()'); "
+        "print(k.fetchone()[0])"
     )
-    with connection, connection.cursor() as cursor:
-        cursor.execute("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
-        assert cursor.fetchone() == (True,)
-    connection.close()
+    env = open_server.env(STORAGE=open_server.storage)
+    answer = subprocess.run(
+        [sys.executable, "-c", ask], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert answer.stdout == "True\n", answer.stderr
 
 
 def test_plain_http_is_not_answered(open_server):
@@ -78,8 +70,8 @@ def test_plain_http_is_not_answered(open_server):
 
 
 def test_a_worker_without_the_certificate_gets_one_line(open_server):
-    result = classify(
-        open_server, "compare", "--experiment", "none", MLFLOW_TRACKING_SERVER_CERT_PATH=None
+    result = open_server.classify(
+        "compare", "--experiment", "none", MLFLOW_TRACKING_SERVER_CERT_PATH=None
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (

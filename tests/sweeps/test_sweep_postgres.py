@@ -205,15 +205,7 @@ def test_nobody_gets_in_without_the_password(sweep_server):
 
 
 def test_a_wrong_or_missing_password_is_one_line(sweep_server, tmp_path):
-    def classify(*args: str, **changes: str | None) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "classifier", *args],
-            env=sweep_server.env(**changes),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
+    classify = sweep_server.classify
     where = f"the MLflow tracking server {sweep_server.tracking} (MLFLOW_TRACKING_URI)"
     wrong = classify("compare", "--experiment", "none", MLFLOW_TRACKING_PASSWORD="guess")
     assert (wrong.returncode, wrong.stdout) == (2, "")

@@ -7,6 +7,7 @@ import contextlib
 import re
 import socket
 import threading
+import time
 
 import optuna
 import pytest
@@ -15,14 +16,16 @@ from optuna.trial import TrialState
 
 from classifier.config.uris import redacted, sweep_storage_url
 from classifier.errors import ConfigError, SweepError
+from classifier.runs import outages
 from classifier.sweeps import queue
 from classifier.sweeps.spec import load_spec, search_point
+from classifier.sweeps.storage import check_tracking_for, open_storage, resilient, taken_over
 from tests.sweep_helpers import invoke, spec_tree, write_spec
 
 
 @pytest.fixture
 def storage(tmp_path):
-    return queue.open_storage(f"sqlite:///{tmp_path / 'sweeps.db'}", grace=6)
+    return open_storage(f"sqlite:///{tmp_path / 'sweeps.db'}", grace=6)
 
 
 def launch(storage, points=3, digest="0123456789ab", name="tiny-0123456789ab"):
@@ -79,15 +82,15 @@ def test_an_unreachable_server_is_one_line():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(SweepError, match=r"cannot open it: .*127\.0\.0\.1") as caught:
-        queue.open_storage(f"postgresql://u:secret@127.0.0.1:{port}/optuna")
+        open_storage(f"postgresql://u:secret@127.0.0.1:{port}/optuna")
     assert "secret" not in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_server_storage_needs_a_server_tracking_store():
     with pytest.raises(SweepError, match="workers on other machines cannot see"):
-        queue.check_tracking_for("postgresql+psycopg2://u@db/optuna", "sqlite:////work/mlflow.db")
-    queue.check_tracking_for("postgresql+psycopg2://u@db/optuna", "http://db:5000")
-    queue.check_tracking_for("sqlite:////work/sweeps.db", "sqlite:////work/mlflow.db")
+        check_tracking_for("postgresql+psycopg2://u@db/optuna", "sqlite:////work/mlflow.db")
+    check_tracking_for("postgresql+psycopg2://u@db/optuna", "http://db:5000")
+    check_tracking_for("sqlite:////work/sweeps.db", "sqlite:////work/mlflow.db")
 
 
 # --------------------------------------------------------------------------- the queue
@@ -117,12 +120,12 @@ def test_two_workers_reading_one_waiting_point_at_once_take_it_once(tmp_path):
     after that read until the other has read too (or 3 s have passed, when the storage makes
     the second wait for the first one's commit)."""
     url = f"sqlite:///{tmp_path / 'sweeps.db'}"
-    study, _ = launch(queue.open_storage(url), points=1)
+    study, _ = launch(open_storage(url), points=1)
     (waiting,) = study.get_trials()
     barrier = threading.Barrier(2, timeout=3)
 
     def take(outcomes: list) -> None:
-        storage = queue.open_storage(url)
+        storage = open_storage(url)
         held = []
 
         def hold_after_reading_the_row(conn, cursor, statement, *args) -> None:
@@ -160,7 +163,7 @@ def test_two_workers_creating_one_new_storage_at_once_both_open_it(tmp_path):
 
     def open_it(outcomes: list) -> None:
         try:
-            outcomes.append(type(queue.open_storage(url)).__name__)
+            outcomes.append(type(open_storage(url)).__name__)
         except SweepError as error:
             outcomes.append(str(error))
 
@@ -177,7 +180,7 @@ def test_two_workers_creating_one_new_storage_at_once_both_open_it(tmp_path):
             sqlalchemy.engine.Engine, "after_cursor_execute", hold_after_looking
         )
     assert outcomes == ["RDBStorage", "RDBStorage"]
-    launch(queue.open_storage(url), points=1)  # and the storage works
+    launch(open_storage(url), points=1)  # and the storage works
 
 
 def test_a_different_spec_under_the_same_name_is_refused(storage):
@@ -312,3 +315,72 @@ def test_status_of_a_sweep_not_launched(spec_path, store, tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.startswith("sweep tiny: not launched in sqlite:///")
     assert result.output.strip().endswith(f"start it with: classify sweep {spec_path}")
+
+
+# --------------------------------------------------------------------------- a server away
+
+
+class Server:
+    """A database server that is away while ``away`` is True: the wrapped calls raise
+    PostgreSQL's "connection refused" as SQLAlchemy does."""
+
+    def __init__(self):
+        self.away = True
+
+    def wrap(self, call):
+        def maybe_away(*args, **kwargs):
+            if self.away:
+                error = Exception('connection to server at "127.0.0.1" failed: Connection refused')
+                raise sqlalchemy.exc.OperationalError("SELECT 1", {}, error)
+            return call(*args, **kwargs)
+
+        return maybe_away
+
+
+def test_a_storage_waits_while_its_server_is_away_and_says_so_once(storage, monkeypatch):
+    study, _ = launch(storage, points=1)
+    trial_id = study.get_trials()[0]._trial_id
+    server, lines = Server(), []
+    real_get_trial = storage.get_trial
+    storage.get_trial = server.wrap(real_get_trial)
+
+    def back_after_three_tries(seconds):
+        tries.append(seconds)
+        server.away = len(tries) < 3
+
+    tries: list[float] = []
+    monkeypatch.setattr(outages.time, "sleep", back_after_three_tries)
+    resilient(storage, outages.Outage("the sweep storage S", lines.append))
+    assert storage.get_trial(trial_id).number == 0
+    assert tries == [outages.RETRY_EVERY_S] * 3
+    assert lines[0] == (
+        "the sweep storage S is unreachable (connection refused); retrying until it is back"
+    )
+    assert re.fullmatch(r"the sweep storage S is back after \d+ s", lines[1]) and len(lines) == 2
+    with pytest.raises(KeyError):  # an error that is not an outage is raised at once
+        storage.get_trial(12345)
+
+
+def test_a_heartbeat_survives_an_outage_and_stops_a_point_taken_over_meanwhile(
+    storage, monkeypatch
+):
+    """Optuna's heartbeat thread used to die of the first dropped connection. Here a beat that
+    cannot be recorded is skipped (the next one tries again), and the first beat after missed
+    ones finds out whether another worker took the point over meanwhile: then the main thread is
+    interrupted, and the worker leaves the point to the other one."""
+    study, _ = launch(storage, points=1)
+    trial = study.ask()  # RUNNING: this worker's point
+    server, lines = Server(), []
+    storage.record_heartbeat = server.wrap(storage.record_heartbeat)
+    resilient(storage, outages.Outage("the sweep storage S", lines.append))
+    storage.record_heartbeat(trial._trial_id)  # away: skipped, no error
+    assert lines == [
+        "the sweep storage S is unreachable (connection refused); retrying until it is back"
+    ]
+    study.tell(trial, state=TrialState.FAIL)  # what another worker does with a stale point
+    server.away = False
+    with pytest.raises(KeyboardInterrupt):
+        storage.record_heartbeat(trial._trial_id)
+        time.sleep(1)  # the interrupt reaches the main thread here at the latest
+    assert trial._trial_id in taken_over
+    assert lines[1].startswith("the sweep storage S is back after ")

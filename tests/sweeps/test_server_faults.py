@@ -1,0 +1,210 @@
+"""A sweep outlives its servers: the MLflow server stopped for 30 s, PostgreSQL restarted (after
+15 s), then
+the whole stack stopped for 30 s, each during a point of one real ``classify sweep`` worker
+against ``make server``'s stack. The worker trains on, says once that a server is unreachable
+and once that it is back (no traceback, no library retry warning), its Optuna heartbeat beats
+on, and every point ends as one FINISHED child run with every epoch's metrics, once."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg2
+import pytest
+from mlflow.tracking import MlflowClient
+
+from classifier.runs.tracking import PARENT_TAG, SPEC_HASH_TAG
+from tests.servers import Server, started_server
+from tests.sweep_helpers import spec_tree, write_spec
+
+EPOCHS = 6
+OUTAGE_S = 30
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with started_server() as server:
+        yield server
+
+
+def wait_for_line(log: Path, pattern: str, worker: subprocess.Popen, after: int = 0) -> int:
+    """The number of the first line from ``after`` on that matches ``pattern``."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        lines = log.read_text().splitlines()
+        for number, line in enumerate(lines[after:], start=after):
+            if re.search(pattern, line):
+                return number
+        assert worker.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+    raise AssertionError(f"no line matching {pattern!r}:\n{log.read_text()[-3000:]}")
+
+
+def test_a_sweep_survives_its_servers_stopping_and_restarting(
+    server, fixture_data_dir, tmp_path, monkeypatch
+):
+    tree = spec_tree(fixture_data_dir, name="faults", experiment="sweep-faults")
+    tree["points"] = [{"model.variant": "block"}]
+    tree["grid"] = {"train.seed": [1, 2, 3]}
+    tree["overrides"]["train.epochs"] = EPOCHS
+    tree["overrides"]["data.batch_size"] = 2  # epochs long enough to stop a server in
+    spec = write_spec(tmp_path / "faults.yaml", tree)
+    log = tmp_path / "worker.log"
+    command = [sys.executable, "-m", "classifier", "sweep", str(spec), "--storage", server.storage]
+    with log.open("w") as out:
+        worker = subprocess.Popen(command, env=server.env(), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        # Point 1: the MLflow server alone, 30 s.
+        at = wait_for_line(log, r"^epoch  2/", worker)
+        server.stop_mlflow()
+        time.sleep(OUTAGE_S)
+        server.script("start")
+        # Point 2: PostgreSQL restarted after 15 s (longer than a heartbeat's interval, so
+        # that one falls in it), the MLflow server's store with it.
+        at = wait_for_line(log, r"^train \[2/3\]", worker, at)
+        at = wait_for_line(log, r"^epoch  2/", worker, at)
+        server.stop_postgres()
+        time.sleep(15)
+        server.script("start")
+        back = database_now(server)
+        # Point 3: the whole stack, 30 s.
+        at = wait_for_line(log, r"^train \[3/3\]", worker, at)
+        wait_for_line(log, r"^epoch  2/", worker, at)
+        server.script("stop")
+        time.sleep(OUTAGE_S)
+        server.script("start")
+        assert worker.wait(timeout=900) == 0, log.read_text()[-3000:]
+    finally:
+        worker.kill()
+    output = log.read_text()
+
+    for noise in ("Traceback", "Retrying", "WARNING", "Exception in thread", "urllib3"):
+        assert noise not in output, output
+    said = [
+        line for line in output.splitlines() if " is unreachable (" in line or " is back " in line
+    ]
+    mlflow_lines = [line for line in said if line.startswith("the MLflow server ")]
+    storage_lines = [line for line in said if line.startswith("the sweep storage ")]
+    for lines in (mlflow_lines, storage_lines):  # each outage said once, its end once
+        assert lines, said
+        kinds = ["down" if " is unreachable (" in line else "up" for line in lines]
+        assert kinds == ["down", "up"] * (len(kinds) // 2), said
+    assert len(mlflow_lines) >= 4  # the MLflow server alone, then with the whole stack
+
+    for name, value in server.worker.items():  # the test reads as a worker
+        monkeypatch.setenv(name, value)
+    client = MlflowClient(server.tracking)
+    experiment = client.get_experiment_by_name("sweep-faults")
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [run for run in runs if SPEC_HASH_TAG in run.data.tags]
+    children = [run for run in runs if run.data.tags.get(PARENT_TAG) == parent.info.run_id]
+    assert len(children) == 3 and {run.info.status for run in children} == {"FINISHED"}
+    assert Counter(run.data.tags["sweep_point"] for run in children) == {"1": 1, "2": 1, "3": 1}
+    for child in children:
+        for metric in ("val_accuracy", "train_loss", "epoch_time_s"):
+            steps = [m.step for m in client.get_metric_history(child.info.run_id, metric)]
+            assert sorted(steps) == list(range(1, EPOCHS + 1)), (child.info.run_id, metric)
+    assert parent.info.status == "FINISHED"
+    # Point 2's Optuna heartbeat beat on once PostgreSQL was back (its thread did not die).
+    assert last_heartbeat(server, point=2) > back
+
+
+def database_now(server: Server) -> datetime.datetime:
+    with worker_connection(server) as cursor:
+        cursor.execute("SELECT now()::timestamp")
+        return cursor.fetchone()[0]
+
+
+def last_heartbeat(server: Server, point: int) -> datetime.datetime:
+    """The newest Optuna heartbeat of the point's trials."""
+    with worker_connection(server) as cursor:
+        cursor.execute(
+            "SELECT max(h.heartbeat) FROM trial_heartbeats h JOIN trial_user_attributes a "
+            "ON a.trial_id = h.trial_id WHERE a.key = 'point' AND a.value_json = %s",
+            (str(point),),
+        )
+        return cursor.fetchone()[0]
+
+
+@contextlib.contextmanager
+def worker_connection(server: Server) -> Iterator:
+    connection = psycopg2.connect(
+        server.storage, passfile=server.worker["PGPASSFILE"], connect_timeout=10
+    )
+    try:
+        with connection, connection.cursor() as cursor:
+            yield cursor
+    finally:
+        connection.close()
+
+
+def test_a_full_artefact_disk_fails_the_point_in_one_line_and_it_is_retried_later(
+    fixture_data_dir, tmp_path, monkeypatch
+):
+    """The server's artefact disk fills while a point checkpoints: one line, the point handed
+    back; once there is room again the next point trains and the first one resumes from its
+    last whole checkpoint. (The worker's MLflow client retries a server error twice here, not
+    seven times with minutes of backoff, to keep the test short.)"""
+    epochs = 4
+    with started_server(artifact_disk_mb=64) as server:
+        tree = spec_tree(fixture_data_dir, name="full", experiment="sweep-disk-full")
+        tree["points"] = [{"model.variant": "block"}]
+        tree["grid"] = {"train.seed": [1, 2]}
+        tree["overrides"]["train.epochs"] = epochs
+        tree["overrides"]["data.batch_size"] = 2
+        spec = write_spec(tmp_path / "full.yaml", tree)
+        env = server.env(
+            MLFLOW_HTTP_REQUEST_MAX_RETRIES="2", MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="1"
+        )
+        log = tmp_path / "worker.log"
+        command = [sys.executable, "-m", "classifier", "sweep", str(spec)]
+        with log.open("w") as out:
+            worker = subprocess.Popen(
+                [*command, "--storage", server.storage],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            wait_for_line(log, r"^epoch  2/", worker)
+            filler = server.folder / "artifacts" / "filler"
+            with filler.open("wb") as full, contextlib.suppress(OSError):
+                while True:  # until "No space left on device"
+                    full.write(b"\0" * (1 << 20))
+            wait_for_line(log, r"^failed \[1/2\]", worker)
+            filler.unlink()
+            assert worker.wait(timeout=600) == 0, log.read_text()[-3000:]
+        finally:
+            worker.kill()
+        output = log.read_text()
+        assert "Traceback" not in output and "Retrying" not in output, output
+        (failed,) = [line for line in output.splitlines() if line.startswith("failed ")]
+        assert re.fullmatch(
+            r"failed \[1/2\] block seed=1: the MLflow server answered 500 when storing "
+            r"checkpoint/(odd|even)/\S+ \(is its artefact disk full\? its log says\); the "
+            r"checkpoint before it is kept; tried again later \(retry 1 of 2\)",
+            failed,
+        ), failed
+        assert re.search(r"^resume \[1/2\] block seed=1: run \w+ \(FAILED\)$", output, re.M)
+
+        for name, value in server.worker.items():
+            monkeypatch.setenv(name, value)
+        client = MlflowClient(server.tracking)
+        experiment = client.get_experiment_by_name("sweep-disk-full")
+        children = [
+            run
+            for run in client.search_runs([experiment.experiment_id])
+            if PARENT_TAG in run.data.tags
+        ]
+        assert len(children) == 2 and {run.info.status for run in children} == {"FINISHED"}
+        for child in children:
+            steps = [m.step for m in client.get_metric_history(child.info.run_id, "val_accuracy")]
+            assert sorted(steps) == list(range(1, epochs + 1))

@@ -70,9 +70,9 @@ PORT ?= 5000
 sweep: $(STAMP) ## Work on a sweep until no point is left (SPEC=configs/sweeps/quick.yaml, STORAGE=postgresql://..., THREADS=1)
 	$(BIN)/classify sweep $(SPEC) $(if $(STORAGE),--storage '$(STORAGE)') $(if $(THREADS),--threads $(THREADS))
 
-# HOST=0.0.0.0 (or an address of this machine) opens both servers to other machines, with TLS.
-server: $(STAMP) ## Start PostgreSQL and an MLflow server on it, with passwords, for sweeps on many machines (HOST=0.0.0.0: open, TLS)
-	PORT=$(PORT) HOST=$(HOST) scripts/server.sh start
+# LISTEN=0.0.0.0 (or an address of this machine) opens both servers to other machines, with TLS.
+server: $(STAMP) ## Start PostgreSQL and an MLflow server on it, with passwords, for sweeps on many machines (LISTEN=0.0.0.0: open, TLS)
+	PORT=$(PORT) LISTEN=$(LISTEN) scripts/server.sh start
 
 server-stop: ## Stop what make server started
 	scripts/server.sh stop

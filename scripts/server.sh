@@ -15,11 +15,11 @@
 # is ever on a command line (ps shows those) or in a log.
 #
 # Settings (environment): SERVER_DIR, PG_PORT (5433), PORT (5000), MLFLOW (the mlflow command),
-#   HOST     the address both servers listen on (127.0.0.1). Any other (0.0.0.0, a LAN address)
+#   LISTEN   the address both servers listen on (127.0.0.1). Any other (0.0.0.0, a LAN address)
 #            opens them to other machines, and then only with TLS: PostgreSQL takes the worker
 #            role over TLS only from beyond loopback, and the MLflow server speaks HTTPS only.
-#   ADDRESS  the name workers reach the servers by, which the certificate names (HOST, or this
-#            machine's name when HOST is 0.0.0.0).
+#   ADDRESS  the name workers reach the servers by, which the certificate names (LISTEN, or this
+#            machine's name when LISTEN is 0.0.0.0).
 #   TLS_CERT, TLS_KEY  your own certificate and key (PEM) instead of a self-signed one made on the
 #            first open start (in SERVER_DIR/tls, valid 10 years, for ADDRESS, localhost and
 #            127.0.0.1).
@@ -30,7 +30,7 @@ PG_PORT="${PG_PORT:-5433}"
 PORT="${PORT:-5000}"
 MLFLOW="${MLFLOW:-$ROOT/.venv/bin/mlflow}"
 PYTHON="$(dirname "$MLFLOW")/python"
-HOST="${HOST:-127.0.0.1}"
+LISTEN="${LISTEN:-127.0.0.1}"
 PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
 PGDATA="$DIR/pgdata"
 SECRETS="$DIR/secrets"
@@ -45,12 +45,12 @@ as_pg() {
 }
 to_pg() { if [ "$(id -u)" = 0 ]; then chown postgres "$@"; fi; }
 
-case "$HOST" in
+case "$LISTEN" in
   127.0.0.1 | localhost) OPEN=false ;;
   *) OPEN=true ;;
 esac
 if [ -z "${ADDRESS:-}" ]; then
-  if [ "$HOST" = 0.0.0.0 ]; then ADDRESS="$(hostname -f 2>/dev/null || hostname)"; else ADDRESS="$HOST"; fi
+  if [ "$LISTEN" = 0.0.0.0 ]; then ADDRESS="$(hostname -f 2>/dev/null || hostname)"; else ADDRESS="$LISTEN"; fi
 fi
 SCHEME=http
 $OPEN && SCHEME=https
@@ -157,7 +157,7 @@ start_postgres() {
   fi
   if ! as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
     as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$DIR/run/postgresql.log" -w -t 60 start \
-      -o "-p $PG_PORT -c listen_addresses=$HOST -c unix_socket_directories=$DIR/run ${tls[*]}" >/dev/null \
+      -o "-p $PG_PORT -c listen_addresses=$LISTEN -c unix_socket_directories=$DIR/run ${tls[*]}" >/dev/null \
       || fail "PostgreSQL did not start; see $DIR/run/postgresql.log"
   else
     as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" reload >/dev/null  # pg_hba.conf as written above
@@ -182,7 +182,7 @@ curl_health() {
 
 start_mlflow() {
   if curl_health; then return; fi
-  local options=(--host "$HOST" --port "$PORT" --app-name basic-auth)
+  local options=(--host "$LISTEN" --port "$PORT" --app-name basic-auth)
   if $OPEN; then
     options+=(--allowed-hosts "$ADDRESS,$ADDRESS:*,localhost:*,127.0.0.1:*"
       --uvicorn-opts "--ssl-keyfile $KEY --ssl-certfile $CERT")

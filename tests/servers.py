@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -123,6 +124,7 @@ class Server:
     def env(self, **changes: str | None) -> dict[str, str]:
         """A worker's environment: this one's, then ``changes`` (None: unset)."""
         env = {**os.environ, **self.worker, "PYTHONUNBUFFERED": "1"}
+        env.pop("CLASSIFY_VERBOSE", None)  # set in this process by an in-process `classify -v`
         for name, value in changes.items():
             if value is None:
                 env.pop(name, None)
@@ -134,7 +136,7 @@ class Server:
 @contextlib.contextmanager
 def started_server(artifact_disk_mb: int | None = None, **settings: str) -> Iterator[Server]:
     """``scripts/server.sh start`` (what ``make server`` runs) on free ports and a fresh folder
-    that the ``postgres`` user can enter, with ``settings`` (HOST, ADDRESS) in its environment;
+    that the ``postgres`` user can enter, with ``settings`` (LISTEN, ADDRESS) in its environment;
     stopped and removed afterwards. ``artifact_disk_mb``: the artefacts on a disk of their own
     of that size (a tmpfs: the tests run as root), which a test may fill."""
     folder = Path(tempfile.mkdtemp(prefix="classify-server-"))
@@ -170,3 +172,16 @@ def started_server(artifact_disk_mb: int | None = None, **settings: str) -> Iter
         if artifact_disk_mb:
             subprocess.run(["umount", str(folder / "artifacts")], check=False)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def wait_for_line(log: Path, pattern: str, worker: subprocess.Popen, after: int = 0) -> int:
+    """The number of the first line from ``after`` on that matches ``pattern``."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        lines = log.read_text().splitlines()
+        for number, line in enumerate(lines[after:], start=after):
+            if re.search(pattern, line):
+                return number
+        assert worker.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+    raise AssertionError(f"no line matching {pattern!r}:\n{log.read_text()[-3000:]}")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import mlflow
 import yaml
+from mlflow.exceptions import MlflowException
 
 from classifier.config.schema import Config, from_dict
 from classifier.errors import ConfigError, ResumeError, first_line
@@ -128,11 +129,16 @@ def newest_whole_checkpoint(run_id: str, checkpoint_dir: str, folder: Path) -> P
     listed = {Path(a.path).name for a in client.list_artifacts(run_id, checkpoint_dir)}
     whole: list[tuple[int, Path]] = []
     for slot in sorted(set(SLOTS) & listed):
-        path = Path(
-            mlflow.artifacts.download_artifacts(
-                run_id=run_id, artifact_path=f"{checkpoint_dir}/{slot}", dst_path=str(folder / slot)
+        try:
+            path = Path(
+                mlflow.artifacts.download_artifacts(
+                    run_id=run_id,
+                    artifact_path=f"{checkpoint_dir}/{slot}",
+                    dst_path=str(folder / slot),
+                )
             )
-        )
+        except (MlflowException, OSError):  # a file the store listed but cannot give back
+            continue  # (its disk filled while the slot was written): not whole
         epoch = whole_epoch(path)
         if epoch is not None:
             whole.append((epoch, path))

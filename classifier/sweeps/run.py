@@ -303,10 +303,10 @@ def _failure(error: Exception) -> str:
     stored = re.search(r"/mlflow-artifacts/artifacts/[^ ]*?/artifacts/([^ ]+)", text)
     status = re.search(r"too many (\d{3}) error responses|error code (\d{3})", text)
     if stored and status:
+        kept = "; the checkpoint before it is kept" if stored.group(1).startswith("checkp") else ""
         return (
             f"the MLflow server answered {status.group(1) or status.group(2)} when storing "
-            f"{stored.group(1)} (is its artefact disk full? its log says); the checkpoint "
-            "before it is kept"
+            f"{stored.group(1)} (is its artefact disk full? its log says){kept}"
         )
     return f"{type(error).__name__}: {first_line(error)}"
 

@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import re
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import psycopg2
 import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.runs.tracking import PARENT_TAG, SPEC_HASH_TAG
-from tests.servers import Server, started_server
+from tests.servers import Server, started_server, wait_for_line
 from tests.sweep_helpers import spec_tree, write_spec
 
 EPOCHS = 6
@@ -33,19 +31,6 @@ OUTAGE_S = 30
 def server() -> Iterator[Server]:
     with started_server() as server:
         yield server
-
-
-def wait_for_line(log: Path, pattern: str, worker: subprocess.Popen, after: int = 0) -> int:
-    """The number of the first line from ``after`` on that matches ``pattern``."""
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        lines = log.read_text().splitlines()
-        for number, line in enumerate(lines[after:], start=after):
-            if re.search(pattern, line):
-                return number
-        assert worker.poll() is None, log.read_text()[-3000:]
-        time.sleep(0.2)
-    raise AssertionError(f"no line matching {pattern!r}:\n{log.read_text()[-3000:]}")
 
 
 def test_a_sweep_survives_its_servers_stopping_and_restarting(
@@ -144,67 +129,3 @@ def worker_connection(server: Server) -> Iterator:
             yield cursor
     finally:
         connection.close()
-
-
-def test_a_full_artefact_disk_fails_the_point_in_one_line_and_it_is_retried_later(
-    fixture_data_dir, tmp_path, monkeypatch
-):
-    """The server's artefact disk fills while a point checkpoints: one line, the point handed
-    back; once there is room again the next point trains and the first one resumes from its
-    last whole checkpoint. (The worker's MLflow client retries a server error twice here, not
-    seven times with minutes of backoff, to keep the test short.)"""
-    epochs = 4
-    with started_server(artifact_disk_mb=64) as server:
-        tree = spec_tree(fixture_data_dir, name="full", experiment="sweep-disk-full")
-        tree["points"] = [{"model.variant": "block"}]
-        tree["grid"] = {"train.seed": [1, 2]}
-        tree["overrides"]["train.epochs"] = epochs
-        tree["overrides"]["data.batch_size"] = 2
-        spec = write_spec(tmp_path / "full.yaml", tree)
-        env = server.env(
-            MLFLOW_HTTP_REQUEST_MAX_RETRIES="2", MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR="1"
-        )
-        log = tmp_path / "worker.log"
-        command = [sys.executable, "-m", "classifier", "sweep", str(spec)]
-        with log.open("w") as out:
-            worker = subprocess.Popen(
-                [*command, "--storage", server.storage],
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            wait_for_line(log, r"^epoch  2/", worker)
-            filler = server.folder / "artifacts" / "filler"
-            with filler.open("wb") as full, contextlib.suppress(OSError):
-                while True:  # until "No space left on device"
-                    full.write(b"\0" * (1 << 20))
-            wait_for_line(log, r"^failed \[1/2\]", worker)
-            filler.unlink()
-            assert worker.wait(timeout=600) == 0, log.read_text()[-3000:]
-        finally:
-            worker.kill()
-        output = log.read_text()
-        assert "Traceback" not in output and "Retrying" not in output, output
-        (failed,) = [line for line in output.splitlines() if line.startswith("failed ")]
-        assert re.fullmatch(
-            r"failed \[1/2\] block seed=1: the MLflow server answered 500 when storing "
-            r"checkpoint/(odd|even)/\S+ \(is its artefact disk full\? its log says\); the "
-            r"checkpoint before it is kept; tried again later \(retry 1 of 2\)",
-            failed,
-        ), failed
-        assert re.search(r"^resume \[1/2\] block seed=1: run \w+ \(FAILED\)$", output, re.M)
-
-        for name, value in server.worker.items():
-            monkeypatch.setenv(name, value)
-        client = MlflowClient(server.tracking)
-        experiment = client.get_experiment_by_name("sweep-disk-full")
-        children = [
-            run
-            for run in client.search_runs([experiment.experiment_id])
-            if PARENT_TAG in run.data.tags
-        ]
-        assert len(children) == 2 and {run.info.status for run in children} == {"FINISHED"}
-        for child in children:
-            steps = [m.step for m in client.get_metric_history(child.info.run_id, "val_accuracy")]
-            assert sorted(steps) == list(range(1, epochs + 1))

@@ -1,4 +1,4 @@
-"""``make server HOST=...`` opens the stack to other machines, and then only with TLS that
+"""``make server LISTEN=...`` opens the stack to other machines, and then only with TLS that
 workers verify: the MLflow server speaks HTTPS only, PostgreSQL lets the worker role in from
 beyond loopback over TLS only, and a worker without the certificate gets one line."""
 
@@ -22,7 +22,7 @@ from tests.sweep_helpers import one_point_spec
 def open_server() -> Iterator[Server]:
     """Listening on every address, reached by the name ``localhost`` (which its self-signed
     certificate names)."""
-    with started_server(HOST="0.0.0.0", ADDRESS="localhost") as server:
+    with started_server(LISTEN="0.0.0.0", ADDRESS="localhost") as server:
         yield server
 
 

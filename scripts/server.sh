@@ -84,6 +84,9 @@ default_permission = MANAGE
 database_uri = sqlite:///$SECRETS/basic_auth.db
 admin_username = admin
 authorization_function = mlflow.server.auth:authenticate_request_basic_auth
+# A login checked once a minute, not at every request: each check is a PBKDF2 hash, and with
+# 8 workers on 2 cores it made every point 5x slower (benchmarks/sweep_load.py, 2026-11-26).
+auth_cache_ttl_seconds = 60
 EOF
   )
 }

@@ -40,7 +40,7 @@ def import_tensorflow(threads: int | None = None) -> None:
 def load_libpq_first() -> None:
     """Load psycopg2 (libpq and its OpenSSL) before TensorFlow, which brings BoringSSL: the
     other way round, the first TLS connection to PostgreSQL (a sweep storage of ``make server
-    HOST=...``) ends the process with a segmentation fault (psycopg2-binary 2.9 after
+    LISTEN=...``) ends the process with a segmentation fault (psycopg2-binary 2.9 after
     TensorFlow 2.21, seen here 2026-11-26). About 17 ms."""
     import psycopg2  # noqa: F401 - loaded for its libraries
 

@@ -36,7 +36,6 @@ import mlflow
 import yaml
 
 from classifier.config.schema import Config
-from classifier.config.uris import redacted
 from classifier.config.variants import used_params
 from classifier.data.source import data_source
 from classifier.runs.leases import Heartbeat, claimed, drop_heartbeat
@@ -102,8 +101,8 @@ def run_workspace(
     its outages are one line each on ``echo`` (:func:`~classifier.runs.outages.watch_mlflow`)."""
     uri = configure_tracking()
     quiet_libraries()
-    if echo is not None and not uri.startswith("sqlite:"):
-        watch_mlflow(f"the MLflow server {redacted(uri)}", echo)
+    if echo is not None:
+        watch_mlflow(uri, echo)
     held = claimed(resume) if resume else contextlib.nullcontext()
     with tempfile.TemporaryDirectory(prefix=f"classify-{command}-") as folder, held:
         yield Path(folder)

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from classifier.config.uris import redacted
+
 T = TypeVar("T")
 
 #: How long a call waits for a server to come back before it gives up (and raises).
@@ -142,10 +144,13 @@ _watched: dict[str, _Urllib3Filter] = {}
 LOGGERS = ("urllib3.util.retry", "urllib3.connectionpool")
 
 
-def watch_mlflow(what: str, echo: Callable[[str], None]) -> Outage:
-    """Report the MLflow server (``what``: how lines name it) going away and coming back on
-    ``echo``, instead of urllib3's retry warnings. Calling it again changes what and where."""
-    outage = Outage(what, echo)
+def watch_mlflow(tracking_uri: str, echo: Callable[[str], None]) -> Outage | None:
+    """Report the MLflow server at ``tracking_uri`` going away and coming back on ``echo``,
+    instead of urllib3's retry warnings; None for a local store (no server to lose). Calling it
+    again changes the server and where its lines go."""
+    if tracking_uri.startswith("sqlite:"):
+        return None
+    outage = Outage(f"the MLflow server {redacted(tracking_uri)}", echo)
     if "filter" in _watched:
         _watched["filter"].outage = outage
         return outage

@@ -151,8 +151,7 @@ def run_sweep(
     quiet_libraries()
     storage_url = storage or default_storage(tracking)
     check_tracking_for(sweep_storage_url(storage_url), tracking)
-    if not tracking.startswith("sqlite:"):  # a server: its outages are one line each
-        watch_mlflow(f"the MLflow server {redacted(tracking)}", echo)
+    watch_mlflow(tracking, echo)  # a server's outages: one line each
     rdb = open_storage(storage_url, grace, echo)
     experiment = (points[0].config if points else search_point(spec, 0, {}).config).experiment
     experiment_id = ensure_experiment(experiment)

@@ -132,9 +132,8 @@ def resilient(storage, outage: Outage) -> None:
     its thread beats on (at its interval) once the server is back.
 
     The first heartbeat recorded after missed ones also checks that the trial is still this
-    worker's:
-    one away for longer than the grace period may have been handed to another worker, and then
-    this worker stops training it (:data:`taken_over`, and a ``KeyboardInterrupt`` in the main
+    worker's: one away for longer than the grace period may have been handed to another worker,
+    and then this worker stops training it (:data:`taken_over`, and a ``KeyboardInterrupt`` in the main
     thread that the sweep turns into "left to the other worker").
     """
     import _thread

@@ -46,9 +46,9 @@ from classifier.evaluation.calibration import Calibration, calibrate, head_log_o
 from classifier.evaluation.metrics import match_temperature_and_offset
 from classifier.pretraining.encoder_artifact import PretrainedEncoder
 from classifier.runs.live import batch_progress, status
+from classifier.runs.resume import log_missing_metrics
 from classifier.training.build import new_model
 
-REFIT_METRICS = ("refit_train_loss", "refit_train_accuracy", "refit_epoch_time_s")
 REFIT_TAG = "refit"  # "true" on a run whose registered model was refit on all labelled reviews
 #: The last this many unlabelled reviews (all, where the split holds fewer): where a refit
 #: model's confidence is matched to the chosen model's. Neither model trains on them (a
@@ -71,8 +71,9 @@ def refit(
 
     Each epoch logs ``refit_train_loss``, ``refit_train_accuracy`` and ``refit_epoch_time_s``
     (steps from 1; a refit redone after ``--resume`` logs only the steps the store lacks, so
-    each keeps one value) and appends them to ``history``. Returns ``(model, vectorizer, datasets)``; the datasets' validation
-    split is no longer held out, so nothing may be chosen on it."""
+    each keeps one value) and appends them to ``history``. Returns ``(model, vectorizer,
+    datasets)``; the datasets' validation split is no longer held out, so nothing may be chosen
+    on it."""
     keras.utils.set_random_seed(cfg.train.seed)
     labelled = raw.train.concatenate(raw.validation)
     reviews = int(labelled.cardinality())
@@ -104,11 +105,6 @@ class RefitTracker(keras.callbacks.Callback):
     def __init__(self, history: dict, echo: Callable[[str], None], epochs: int):
         super().__init__()
         self.history, self.echo, self.epochs, self._started = history, echo, epochs, 0.0
-        client, run_id = mlflow.tracking.MlflowClient(), mlflow.active_run().info.run_id
-        self.logged = {  # by an earlier attempt of this refit, killed before the run ended
-            name: {metric.step for metric in client.get_metric_history(run_id, name)}
-            for name in REFIT_METRICS
-        }
 
     def on_epoch_begin(self, epoch, logs=None):
         self._started = time.perf_counter()
@@ -122,9 +118,9 @@ class RefitTracker(keras.callbacks.Callback):
         TrainingDiverged.check(metrics, epoch + 1, phase="the refit")
         for name, value in metrics.items():
             self.history.setdefault(name, []).append(value)
-        new = {name: value for name, value in metrics.items() if epoch + 1 not in self.logged[name]}
-        if new:
-            mlflow.log_metrics(new, step=epoch + 1)
+        # A refit redone after a kill: the steps its first attempt logged keep their values.
+        refit_history = {name: self.history[name] for name in metrics}
+        log_missing_metrics(mlflow.active_run().info.run_id, refit_history)
         self.echo(
             f"refit {epoch + 1:>2}/{self.epochs}  loss {metrics['refit_train_loss']:.4f}  "
             f"acc {metrics['refit_train_accuracy']:.4f}  {metrics['refit_epoch_time_s']:.1f}s"

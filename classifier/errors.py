@@ -34,6 +34,11 @@ class DataNotFoundError(UserError, RuntimeError):
     """The IMDB data is neither in the data directory nor downloadable."""
 
 
+class DataError(UserError, ValueError):
+    """A labelled file or folder cannot be used as it is: missing, malformed, not UTF-8, a
+    column or class that is not there; the message names the file (and the line or row)."""
+
+
 class ResumeError(UserError, ValueError):
     """The run to resume does not exist, is finished, or has no config."""
 

@@ -49,12 +49,16 @@ def one_error_line(result, *fragments: str) -> str:
     return line
 
 
-def untrained(variant: str, sequence_length: int = 12) -> keras.Model:
-    """A small end-to-end model of ``variant`` with random weights and a seven-word vocabulary."""
+def untrained(
+    variant: str, sequence_length: int = 12, labels: tuple[str, ...] = ("negative", "positive")
+) -> keras.Model:
+    """A small end-to-end model of ``variant`` with random weights and a seven-word vocabulary,
+    of the classes ``labels``."""
     words = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
     vectorizer = ReviewVectorizer(len(words) + 2, sequence_length, "tail", words)
     cfg = ModelConfig(variant=variant, embed_dim=8, num_heads=2, ff_dim=8, num_layers=2)
-    return build_end_to_end(vectorizer, build_classifier(cfg, len(words) + 2, sequence_length))
+    classifier = build_classifier(cfg, len(words) + 2, sequence_length, len(labels))
+    return build_end_to_end(vectorizer, classifier, labels)
 
 
 def train_bag_fixture(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -20,15 +21,15 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     FiniteRange,
     checked,
     config_options,
+    data_option,
     exit_130_when_interrupted,
     model_option,
     resolve_config,
     resumable_config,
     resume_option,
 )
-from classifier.cli.startup import check_model, import_tensorflow, keras_model, reach_store
-from classifier.config.schema import Config
-from classifier.errors import UserError
+from classifier.cli.startup import check_model, import_tensorflow, keras_model
+from classifier.cli.sweeping import compare, sweep
 
 
 @click.group(cls=ClassifyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,14 +51,27 @@ def cli(verbose: bool) -> None:
 
 @cli.command()
 @config_options
-def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | None) -> None:
-    """Show the IMDB splits: sizes, label balance, review lengths and an example.
+@data_option
+def data(
+    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, source: str | None
+) -> None:
+    """Show the splits: sizes, class balance, text lengths and examples.
+
+    Without --data (or data.source) the IMDB reviews; with it your labelled texts, split as
+    training would split them (read without TensorFlow).
 
     \b
-    Example:
+    Examples:
       TFDS_DATA_DIR=../shared/tensorflow_datasets classify data
+      classify data --data reviews.csv
+      classify data --data reviews.csv --set data.validation=dev.csv --set data.test=test.csv
     """
-    cfg = resolve_config(config_path, overrides, data_dir)
+    cfg = resolve_config(config_path, overrides, data_dir, source)
+    if cfg.data.source is not None:
+        from classifier.data.labelled import describe
+
+        terminal.out(describe(cfg.data))
+        return
     import_tensorflow()
     from classifier.data import pipeline as imdb
 
@@ -66,9 +80,14 @@ def data(config_path: str | None, overrides: tuple[str, ...], data_dir: str | No
 
 @cli.command()
 @config_options
+@data_option
 @resume_option
 def train(
-    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+    config_path: str | None,
+    overrides: tuple[str, ...],
+    data_dir: str | None,
+    source: str | None,
+    resume: str | None,
 ) -> None:
     """Train one classifier, evaluate it on the test split and log everything to MLflow.
 
@@ -82,9 +101,14 @@ def train(
       classify train --config configs/default.yaml
       classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
       classify train --config configs/smoke.yaml --set model.init_from=models:/imdb-encoder@newest
+      classify train --data reviews.csv --set model.variant=nbow
       classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
+
+    With --data (data.source) it trains on your labelled texts, with as many classes as their
+    labels name; validation and test are data.validation and data.test, or a stratified 10% of
+    the file each (data.validation_fraction, data.test_fraction).
     """
-    cfg = resumable_config(config_path, overrides, data_dir, resume)
+    cfg = resumable_config(config_path, overrides, data_dir, resume, source)
     from classifier.training.train import train as run_training
 
     exit_130_when_interrupted(lambda: run_training(cfg, resume=resume, echo=terminal.Progress()))
@@ -256,143 +280,92 @@ def explain(
 
 
 @cli.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    help="List the numbered points (label, overrides, config hash) and exit; nothing is logged.",
-)
-@click.option(
-    "--storage",
-    metavar="URL",
-    callback=checked,
-    help="The Optuna storage the workers share: postgresql://USER@HOST:PORT/DATABASE (make "
-    "server prints one) or sqlite:///PATH [default: sweeps.db beside mlflow.db].",
-)
-@click.option(
-    "--status",
-    "show_status",
-    is_flag=True,
-    help="Print the points waiting, running (on which worker), finished and failed, and exit.",
-)
-@click.option(
-    "--retries",
-    type=click.IntRange(0, 100),
-    default=2,
-    show_default=True,
-    help="How often a point that fails by itself (a diverging run) is tried again.",
-)
-@click.option(
-    "--grace",
-    type=FiniteRange(3.0, 3600.0),
-    default=75.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Seconds without a heartbeat after which a worker's point goes to another worker.",
-)
-@click.option(
-    "--threads",
-    type=click.IntRange(1, 1024),
-    metavar="N",
-    help="TensorFlow threads of this worker [default: one per core]; with several workers on "
-    "one machine, cores divided by workers.",
-)
-def sweep(
-    spec_path: str,
-    dry_run: bool,
-    storage: str | None,
-    show_status: bool,
-    retries: int,
-    grace: float,
-    threads: int | None,
-) -> None:
-    """Train every point of a sweep spec as nested MLflow runs under one parent run.
-
-    SPEC is a YAML file naming a base config, overrides, and points and a grid, or a search
-    (see configs/sweeps/). The command launches the sweep if it is not launched yet, then works
-    on it until no point is left; the same command on several machines (with one --storage and
-    MLFLOW_TRACKING_URI on one MLflow server) makes them workers of one sweep. A worker that
-    dies hands its point to another one; Ctrl-C hands it back (exit code 130); running the
-    command again continues. The parent run gets the comparison table (CSV, Markdown), a
-    test-accuracy bar chart and a validation-accuracy chart.
-
-    \b
-    Examples:
-      classify sweep configs/sweeps/variants.yaml --dry-run
-      classify sweep configs/sweeps/quick.yaml
-      classify sweep configs/sweeps/quick.yaml --status
-      classify sweep configs/sweeps/search.yaml --storage postgresql://optuna@127.0.0.1:5433/optuna
-      classify sweep configs/sweeps/quick.yaml --threads 1  # one of 2 workers on 2 cores
-    """
-    from classifier.config.uris import sweep_storage_url
-    from classifier.sweeps import spec as sweep_spec
-    from classifier.sweeps.listing import describe_points
-
-    spec = sweep_spec.load_spec(spec_path)
-    points = sweep_spec.expand(spec)
-    if dry_run:
-        terminal.out(describe_points(spec, points))
-        return
-    if storage is not None:
-        sweep_storage_url(storage)  # a malformed URL is one line before anything is imported
-    reach_store()
-    if show_status:
-        from classifier.sweeps.status import sweep_status
-
-        terminal.out(sweep_status(spec, storage))
-        return
-    import_tensorflow(threads)
-    from classifier.runs.interrupts import stop_on_signals
-    from classifier.sweeps import run as sweeps
-
-    stop_on_signals()
-    try:
-        sweeps.run_sweep(
-            spec, echo=terminal.Progress(), storage=storage, grace=grace, max_retries=retries
-        )
-    except sweeps.SweepInterrupted as interrupted:
-        click.echo(str(interrupted), err=True)
-        sys.exit(130)
-
-
-@cli.command()
-@click.option(
-    "--experiment",
-    metavar="NAME",
-    callback=checked,
-    help="Compare the finished runs of this experiment, sweep parents excluded "
-    "(default: imdb-classifier).",
-)
-@click.option("--sweep", "sweep_id", metavar="RUN_ID", help="Compare the children of this sweep.")
+@click.argument("file", metavar="FILE")
+@model_option
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["table", "markdown", "csv", "json"]),
+    type=click.Choice(["table", "json"]),
     default="table",
     show_default=True,
-    help="Output format.",
+    help="A table, or one JSON object (accuracy, macro_f1, log_loss, ece, n, per class).",
 )
-def compare(experiment: str | None, sweep_id: str | None, output_format: str) -> None:
-    """Print the comparison table of finished runs from MLflow: one row per variant.
+@click.option("--text-field", default="text", show_default=True, help="The column of the texts.")
+@click.option("--label-field", default="label", show_default=True, help="The column of the labels.")
+@click.option(
+    "--figures",
+    "figures_dir",
+    type=click.Path(file_okay=False),
+    callback=checked,
+    help="Folder for confusion_matrix.png and reliability_diagram.png "
+    "[default: FILE's name + '-evaluation', here].",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Texts per model call.",
+)
+def evaluate(
+    file: str,
+    model_spec: str | None,
+    output_format: str,
+    text_field: str,
+    label_field: str,
+    figures_dir: str | None,
+    batch_size: int,
+) -> None:
+    """Measure a model on your labelled FILE: accuracy, macro-F1, log loss, calibration.
 
-    Runs that differ only in the seed form one row: variant, seeds, key params, best validation
-    accuracy (mean), test accuracy (mean ± std), epochs, training time and parameter count.
+    FILE is a CSV, TSV, JSON Lines or Parquet file with a text and a label column, or a folder
+    with one sub-folder per class; its labels are the model's class names (or their indices).
+    Prints the metrics and a row per class, writes the confusion matrix and the reliability
+    diagram, and logs the evaluation to MLflow against the registered model version (a run in
+    its experiment; a local model is not logged).
 
     \b
     Examples:
-      classify compare --sweep 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
-      classify compare --experiment imdb-sweeps --format markdown
+      classify evaluate my_reviews.csv
+      classify evaluate --model models:/sst5-sentiment@newest --format json dev.csv
+      classify evaluate --text-field review --label-field stars reviews.jsonl
     """
-    if experiment and sweep_id:
-        raise UserError("give --experiment or --sweep, not both")
-    if sweep_id is not None and not RUN_ID.fullmatch(sweep_id):
-        raise click.BadParameter(NOT_A_RUN_ID.format(sweep_id), param_hint="'--sweep'")
-    name = experiment or Config().experiment
-    reach_store(absent=f"no run {sweep_id!r}" if sweep_id else f"no experiment {name!r}")
-    from classifier.sweeps import compare as comparison
+    from classifier.data.files import scan
+    from classifier.serving.evaluation import evaluate_file, format_evaluation, write_figures
+    from classifier.serving.model_source import find_bundle
 
-    rows = comparison.compare(experiment=experiment, sweep_id=sweep_id)
-    terminal.out(comparison.format_comparison(rows, output_format))
+    checked_file = scan(file, text_field, label_field)  # bad data: one line, before any model
+    bundle = find_bundle(model_spec)
+    if bundle is not None:
+        from classifier.serving.litert_engine import load_bundle
+
+        model = load_bundle(bundle)
+    else:
+        check_model(model_spec)
+        model = keras_model(model_spec)
+    evaluation = evaluate_file(model, file, text_field, label_field, batch_size, checked_file)
+    folder = Path(figures_dir or f"{Path(file.rstrip('/')).stem}-evaluation")
+    figures = write_figures(evaluation, folder)
+    shown = model_spec or "the newest imdb-sentiment"
+    logged = {}
+    if model_spec is None or model_spec.startswith("models:"):
+        from classifier.serving.evaluation import log_evaluation
+        from classifier.serving.versions import registered_version
+
+        version = registered_version(model_spec)
+        if version is not None:
+            shown = f"{version.name} v{version.version}"
+            logged = {"mlflow_run": log_evaluation(evaluation, version, figures)}
+    extra = {"figures": [str(path) for path in figures], **logged}
+    terminal.out(format_evaluation(evaluation, output_format, shown, extra))
+    if output_format == "table":
+        terminal.out(f"\nfigures: {', '.join(extra['figures'])}")
+        if logged:
+            terminal.out(f"logged to MLflow: run {logged['mlflow_run']}, against {shown}")
+
+
+cli.add_command(sweep)
+cli.add_command(compare)
 
 
 def main() -> None:

@@ -95,13 +95,34 @@ def config_options(command: Callable) -> Callable:
     )(command)
 
 
+def data_option(command: Callable) -> Callable:
+    """``--data``: a labelled file or folder to use instead of IMDB (``data.source``)."""
+    return click.option(
+        "--data",
+        "source",
+        metavar="PATH",
+        callback=checked,
+        help="Your labelled texts instead of IMDB: a CSV, TSV, JSON Lines or Parquet file with "
+        "'text' and 'label' columns, or a folder with one sub-folder per class (data.source; "
+        "--set data.text_field=... names other columns).",
+    )(command)
+
+
 def resolve_config(
-    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None
+    config_path: str | None,
+    overrides: tuple[str, ...],
+    data_dir: str | None,
+    source: str | None = None,
 ) -> Config:
-    """Load the config, apply ``--set`` overrides and ``--data-dir``."""
-    config = load_config(config_path, overrides)
+    """Load the config, apply ``--set`` overrides, ``--data-dir`` and ``--data``; a labelled
+    file or folder is checked (read once, without TensorFlow) before anything else starts."""
+    config = load_config(config_path, overrides, {"data.source": source} if source else None)
     if data_dir:
         config.data.data_dir = data_dir
+    if config.data.source is not None:
+        from classifier.data.labelled import plan_splits
+
+        plan_splits(config.data)
     return config
 
 
@@ -144,15 +165,20 @@ def resume_option(command: Callable) -> Callable:
 
 
 def resumable_config(
-    config_path: str | None, overrides: tuple[str, ...], data_dir: str | None, resume: str | None
+    config_path: str | None,
+    overrides: tuple[str, ...],
+    data_dir: str | None,
+    resume: str | None,
+    source: str | None = None,
 ) -> Config | None:
     """The config of a new run, or None to resume ``resume`` with its own; then check the store,
     import TensorFlow and let SIGTERM and SIGHUP stop the run as Ctrl-C does."""
-    if resume and (config_path or overrides):
-        raise UserError("--resume continues with the run's own config; drop --config and --set")
+    if resume and (config_path or overrides or source):
+        given = "--config, --set and --data" if source else "--config and --set"
+        raise UserError(f"--resume continues with the run's own config; drop {given}")
     if resume is not None and not RUN_ID.fullmatch(resume):  # '': a script's unset variable
         raise click.BadParameter(NOT_A_RUN_ID.format(resume), param_hint="'--resume'")
-    cfg = None if resume else resolve_config(config_path, overrides, data_dir)
+    cfg = None if resume else resolve_config(config_path, overrides, data_dir, source)
     reach_store(absent=resume and f"no run {resume!r}")
     import_tensorflow()
     from classifier.runs.interrupts import stop_on_signals

@@ -34,6 +34,14 @@ LATER_KEYS: dict[str, Any] = {
     "train.weight_decay": 0.0,
     "train.clipnorm": None,
     "model.ngram_order": 3,
+    "data.source": None,
+    "data.validation": None,
+    "data.test": None,
+    "data.validation_fraction": 0.1,
+    "data.test_fraction": 0.1,
+    "data.text_field": "text",
+    "data.label_field": "label",
+    "data.labels": None,
 }
 #: Keys added before :data:`LATER_KEYS` existed, with the value runs recorded before them had
 #: (the pretraining section at its defaults: training ignores it).

@@ -23,7 +23,6 @@ import math
 import re
 import types
 import typing
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 import yaml
 
 from classifier.config import variants
+from classifier.config.checks import check_model_name, check_source
 from classifier.config.hashing import config_hash, config_hashes
 from classifier.config.pretrain import PretrainConfig, validate_pretrain
 from classifier.config.uris import check_init_from
@@ -78,13 +78,29 @@ _FLOAT_TEXT = re.compile(
 
 @dataclass
 class DataConfig:
-    """Where the reviews come from and how they become token ids."""
+    """Where the reviews come from and how they become token ids.
+
+    ``source`` None is the embedded IMDB data (TFDS ``imdb_reviews``, cut by ``train_size``,
+    ``val_size`` and ``test_size``). A path is the user's labelled texts instead
+    (:mod:`classifier.data.labelled`): a CSV, TSV, JSON Lines or Parquet file with the columns
+    ``text_field`` and ``label_field``, or a folder with one sub-folder per class. Validation and
+    test come from their own files (``validation``, ``test``) or, where none is given, from the
+    source, stratified by ``validation_fraction`` and ``test_fraction``.
+    """
 
     data_dir: str | None = None  # None: TFDS_DATA_DIR or TFDS' default (~/tensorflow_datasets)
     download: bool = True  # let TFDS download the data when it is not found
     train_size: int = 15_000  # first reviews of the TFDS train split
     val_size: int = 10_000  # the next reviews of the train split
     test_size: int | None = None  # None: all 25,000 test reviews
+    source: str | None = None  # None: IMDB; else a labelled file or class folders (a path)
+    validation: str | None = None  # a file or folder of validation texts (source's format)
+    test: str | None = None  # a file or folder of test texts, read only for the final evaluation
+    validation_fraction: float = 0.1  # of source, stratified, where validation is not given
+    test_fraction: float = 0.1  # of source, stratified, where test is not given
+    text_field: str = "text"  # the column (or JSON key) holding the text
+    label_field: str = "label"  # the column (or JSON key) holding the label
+    labels: str | None = None  # the classes in order, comma-separated (None: sorted)
     vocab_size: int = 20_000
     sequence_length: int = 512  # the 90th-percentile review has 455 words
     truncate: str = "tail"  # which end of a long review to keep: head | tail
@@ -240,6 +256,7 @@ def validate(config: Config) -> None:
         raise ConfigError(
             f"data.vocab_size must be at least 3 (padding, OOV, one word), got {d.vocab_size}"
         )
+    check_source(d)
     if d.train_size + d.val_size > IMDB_TRAIN_REVIEWS:
         raise ConfigError(
             f"data.val_size={d.val_size} does not fit: data.train_size={d.train_size} plus "
@@ -283,29 +300,9 @@ def validate(config: Config) -> None:
             raise ConfigError(
                 f"{key} is {len(name)} characters long; MLflow takes at most {MAX_EXPERIMENT_NAME}"
             )
-    _check_model_name("train.registered_model", t.registered_model)
-    _check_model_name("pretrain.registered_model", config.pretrain.registered_model)
+    check_model_name("train.registered_model", t.registered_model)
+    check_model_name("pretrain.registered_model", config.pretrain.registered_model)
     validate_pretrain(config.pretrain, d.vocab_size, d.sequence_length)
-
-
-def _check_model_name(key: str, name: str) -> None:
-    """Refuse a name MLflow would refuse to register, after training.
-
-    Mirrors ``mlflow.utils.validation._validate_model_name`` (MLflow 3.17) without importing
-    MLflow, and refuses what ``models:/NAME@ALIAS`` cannot carry (``?`` starts a query) and
-    control characters.
-    """
-    if not name.strip():
-        raise ConfigError(f"{key} must not be empty")
-    if any(char in name for char in "/:?"):
-        problem = "'/', ':' and '?' are not allowed"
-    elif name == "." or name.startswith(".."):
-        problem = "it must not be '.' or start with '..'"
-    elif any(unicodedata.category(char) == "Cc" for char in name):
-        problem = "control characters are not allowed"
-    else:
-        return
-    raise ConfigError(f"{key}={name!r} cannot be an MLflow model name: {problem}")
 
 
 def _parse_override(item: str) -> tuple[str, Any]:

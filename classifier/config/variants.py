@@ -104,9 +104,32 @@ def used_params(flat: Mapping[str, Any], pretraining: bool = False) -> dict[str,
     variant = "encoder" if pretraining else str(flat.get("model.variant"))
     model_keys = {"model.variant", *get(variant).keys} if variant in _VARIANTS else set(flat)
     sections = ("experiment", "data.", "train.", *(("pretrain.",) if pretraining else ()))
+    # IMDB's keys, or those of a labelled file (data.source): the other source ignores them.
+    unused = IMDB_KEYS if flat.get("data.source") is not None else SOURCE_KEYS
     return {
-        key: value for key, value in flat.items() if key.startswith(sections) or key in model_keys
+        key: value
+        for key, value in flat.items()
+        if (key.startswith(sections) or key in model_keys) and key not in unused
     }
+
+
+#: The data keys only the IMDB data reads, and those only a labelled file or folder reads.
+IMDB_KEYS = frozenset(
+    f"data.{key}" for key in ("data_dir", "download", "train_size", "val_size", "test_size")
+)
+SOURCE_KEYS = frozenset(
+    f"data.{key}"
+    for key in (
+        "source",
+        "validation",
+        "test",
+        "validation_fraction",
+        "test_fraction",
+        "text_field",
+        "label_field",
+        "labels",
+    )
+)
 
 
 def _function(named: Callable | str) -> Callable:

@@ -1,9 +1,13 @@
-"""IMDB reviews: TFDS loading, deterministic splits, text vectorization and tf.data pipelines.
+"""Labelled texts as splits, text vectorization and tf.data pipelines.
 
-The TFDS ``train`` split (25,000 reviews) is cut in order into training and validation reviews
-(default 15,000 / 10,000, as in the reference experiments); the ``test`` split (25,000) is only
-used for the final evaluation, never for model selection. ``unsupervised`` (50,000 unlabelled
-reviews) is reachable through :func:`load_unsupervised`.
+:func:`load_raw_splits` is the one place a source becomes training, validation and test splits
+of ``(text, label id)`` with their class names; everything downstream sees only those. The
+embedded default is IMDB: the TFDS ``train`` split (25,000 reviews) is cut in order into
+training and validation reviews (default 15,000 / 10,000, as in the reference experiments),
+the ``test`` split (25,000) is only used for the final evaluation, never for model selection,
+and ``unsupervised`` (50,000 unlabelled reviews) is reachable through :func:`load_unsupervised`.
+A user's labelled file or folder (``data.source``) is planned by :mod:`classifier.data.labelled`
+and streamed from disk.
 
 Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
@@ -25,7 +29,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from classifier.config.schema import IMDB_TRAIN_REVIEWS, LABELS, DataConfig  # noqa: F401 - LABELS
+from classifier.config.schema import IMDB_TRAIN_REVIEWS, LABELS, DataConfig
+from classifier.data.labelled import Plan, plan_splits
 from classifier.data.source import (
     DATASET,
     check_sizes,
@@ -48,11 +53,13 @@ _CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
 
 @dataclass(frozen=True)
 class RawSplits:
-    """The three labelled splits as ``tf.data`` datasets of ``(text, label)`` scalars."""
+    """The three labelled splits as ``tf.data`` datasets of ``(text, label id)`` scalars, and
+    the class names (index = label id; IMDB's are ``negative``, ``positive``)."""
 
     train: tf.data.Dataset
     validation: tf.data.Dataset
     test: tf.data.Dataset
+    labels: tuple[str, ...] = LABELS
 
 
 @dataclass(frozen=True)
@@ -65,12 +72,21 @@ class Datasets:
 
 
 def load_raw_splits(cfg: DataConfig, with_ids: bool = False) -> RawSplits:
-    """Load training, validation and test reviews as ``(text, label)`` (or dicts with ``tfds_id``).
+    """Load training, validation and test texts as ``(text, label id)`` (or, from IMDB, dicts
+    with ``tfds_id``).
 
     Args:
-        cfg: the data config (sizes, data directory).
-        with_ids: yield TFDS feature dicts with a ``tfds_id`` per review instead of tuples.
+        cfg: the data config (the source; for IMDB the sizes and data directory).
+        with_ids: yield TFDS feature dicts with a ``tfds_id`` per review instead of tuples
+            (IMDB only).
+
+    Raises:
+        DataNotFoundError: no IMDB data. DataError: a labelled file that cannot be used.
     """
+    if cfg.source is not None:
+        if with_ids:
+            raise ValueError("with_ids reads TFDS ids; a labelled file has none")
+        return _file_splits(plan_splits(cfg))
     check_sizes(cfg, split_sizes(cfg))
     specs = split_specs(cfg)
     kwargs = (
@@ -78,6 +94,22 @@ def load_raw_splits(cfg: DataConfig, with_ids: bool = False) -> RawSplits:
     )
     train, validation, test = tfds_load(list(specs.values()), cfg, shuffle_files=False, **kwargs)
     return RawSplits(train=train, validation=validation, test=test)
+
+
+def _file_splits(plan: Plan) -> RawSplits:
+    """The planned splits of a labelled file, each streamed from disk on every pass."""
+
+    def split(name: str) -> tf.data.Dataset:
+        dataset = tf.data.Dataset.from_generator(
+            lambda: plan.examples(name),
+            output_signature=(
+                tf.TensorSpec((), tf.string, name="text"),
+                tf.TensorSpec((), tf.int64, name="label"),
+            ),
+        )
+        return dataset.apply(tf.data.experimental.assert_cardinality(plan.sizes[name]))
+
+    return RawSplits(split("train"), split("validation"), split("test"), plan.labels)
 
 
 def load_unsupervised(cfg: DataConfig) -> tf.data.Dataset:

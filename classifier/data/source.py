@@ -79,7 +79,8 @@ def dataset_variant() -> str:
 
 def data_source(cfg: DataConfig) -> dict[str, str]:
     """Where the reviews come from, as MLflow params: the data directory read (absolute), the
-    TFDS data set and its version, and the tensorflow-datasets package version.
+    TFDS data set and its version, and the tensorflow-datasets package version; for a labelled
+    file or folder (``data.source``), the absolute paths read.
 
     Its keys differ from the config's ``data.data_dir`` (empty when TFDS_DATA_DIR is used).
 
@@ -88,6 +89,13 @@ def data_source(cfg: DataConfig) -> dict[str, str]:
         {'data.source_dir': '/.../shared/tensorflow_datasets',
          'data.tfds_dataset': 'imdb_reviews/plain_text/1.0.0', 'data.tfds_package': '4.9.10'}
     """
+    if cfg.source is not None:  # a labelled file or folder: the paths read, absolute
+        paths = {"source": cfg.source, "validation": cfg.validation, "test": cfg.test}
+        return {
+            f"data.{name}_path": os.path.abspath(path)
+            for name, path in paths.items()
+            if path is not None
+        }
     return {
         "data.source_dir": str(resolve_data_dir(cfg)[0]),
         "data.tfds_dataset": f"{DATASET}/{dataset_variant()}",

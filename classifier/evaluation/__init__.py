@@ -1,5 +1,7 @@
-"""What a model's predictions are worth: accuracy, F1, ROC-AUC and ECE (``metrics``) and
-calibration by temperature and offset (``calibration``), in NumPy.
+"""What a model's predictions are worth: accuracy, F1 (per class and macro), ROC-AUC and log
+loss from scikit-learn, and the expected calibration error and temperature fits of our own
+(``metrics``); calibration by temperature and offset, folded into a model's head
+(``calibration``).
 
 It imports nothing else of the package.
 """

@@ -7,6 +7,10 @@ the test split), the temperature T and offset c with the lowest cross-entropy of
 divided by T and c is added to the positive logit's bias, so the saved model, ``classify
 predict`` and the pyfunc model report calibrated probabilities with no extra layer.
 
+With more than two classes the head gives K logits and :func:`calibrate` fits the
+temperature alone (temperature scaling, Guo et al. 2017): the softmax of ``z / T`` with the
+lowest cross-entropy; there is no single threshold for an offset to move.
+
 T > 1 softens an over-confident model; T < 1 (at least 0.1) sharpens an under-confident one;
 dividing by T changes no label at threshold 0.5. The offset moves the threshold instead: a model
 whose early-stopped weights say positive too often or too rarely (mean P(positive) off the
@@ -27,7 +31,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from classifier.evaluation.metrics import fit_temperature, fit_temperature_and_offset
+from classifier.evaluation.metrics import (
+    fit_temperature,
+    fit_temperature_and_offset,
+    fit_temperature_multiclass,
+)
 
 HEAD = "head"  # the name build_classifier gives the Dense(2, softmax) head
 
@@ -55,35 +63,55 @@ class Calibration:
         return (calibrated - self.offset) * self.temperature
 
 
-def head_log_odds(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.ndarray, ...]:
-    """``(z1 - z0, labels)`` over a dataset of ``(token_ids, label)`` batches, from the head's
-    own inputs and weights (exact, where log(p1 / p0) would lose the tails to rounding)."""
+def num_classes(classifier: keras.Model) -> int:
+    """How many classes the classifier's head scores."""
+    return int(classifier.get_layer(HEAD).units)
+
+
+def head_logits(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.ndarray, ...]:
+    """``(logits (N, K), labels (N,))`` over a dataset of ``(token_ids, label)`` batches, from
+    the head's own inputs and weights in float64 (exact, where the log of the softmax would
+    lose the tails to rounding)."""
     head = classifier.get_layer(HEAD)
     features = keras.Model(classifier.inputs, head.input)
     kernel, bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
-    log_odds, labels = [], []
+    logits, labels = [], []
     for token_ids, batch_labels in dataset:
         x = keras.ops.convert_to_numpy(features(token_ids, training=False)).astype(np.float64)
-        z = x @ kernel + bias
-        log_odds.append(z[:, 1] - z[:, 0])
+        logits.append(x @ kernel + bias)
         labels.append(batch_labels.numpy())
-    return np.concatenate(log_odds), np.concatenate(labels)
+    return np.concatenate(logits), np.concatenate(labels)
+
+
+def head_log_odds(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.ndarray, ...]:
+    """``(z1 - z0, labels)`` of a two-class head (:func:`head_logits`)."""
+    logits, labels = head_logits(classifier, dataset)
+    return logits[:, 1] - logits[:, 0], labels
 
 
 def fold_calibration(classifier: keras.Model, calibration: Calibration) -> None:
     """Divide the head's kernel and bias by the temperature and add the offset to the positive
-    logit's bias: ``softmax`` then gives ``sigmoid(d / T + offset)``."""
+    logit's bias: ``softmax`` then gives ``sigmoid(d / T + offset)`` (two classes), or the
+    softmax of ``z / T`` (more; their calibration has no offset)."""
     head = classifier.get_layer(HEAD)
     kernel, bias = (keras.ops.convert_to_numpy(w) / calibration.temperature for w in head.weights)
-    bias[1] += calibration.offset
+    if calibration.offset:
+        if len(bias) != 2:
+            raise ValueError(f"an offset calibrates two classes, not {len(bias)}")
+        bias[1] += calibration.offset
     head.set_weights([kernel, bias])
 
 
 def calibrate(
     classifier: keras.Model, validation: tf.data.Dataset, offset: bool = True
 ) -> Calibration:
-    """Fit the temperature (and, with ``offset``, the offset) on ``validation``, fold them into
-    the head and return them."""
+    """Fit the temperature (and, with ``offset`` and two classes, the offset) on
+    ``validation``, fold them into the head and return them."""
+    if num_classes(classifier) > 2:
+        logits, labels = head_logits(classifier, validation)
+        calibration = Calibration(fit_temperature_multiclass(logits, labels))
+        fold_calibration(classifier, calibration)
+        return calibration
     log_odds, labels = head_log_odds(classifier, validation)
     if offset:
         calibration = Calibration(*fit_temperature_and_offset(log_odds, labels))

@@ -1,4 +1,8 @@
-"""Metrics of a binary classifier from labels and P(positive): accuracy, F1, ROC-AUC, loss.
+"""Metrics of a classifier from labels and class probabilities: loss, accuracy, F1 and ROC-AUC
+(scikit-learn's); the expected calibration error and temperature scaling (ours, in NumPy).
+
+Two classes come as P(positive) (or log-odds), shape (N,); K classes as one row of class
+probabilities (or logits) per example, shape (N, K).
 
 Example:
     >>> classification_metrics(np.array([0, 1, 1]), np.array([0.2, 0.9, 0.4]))["test_accuracy"]
@@ -7,50 +11,112 @@ Example:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 import numpy as np
 
 
-def classification_metrics(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
-    """Test loss (cross-entropy), accuracy, precision, recall, F1 and ROC-AUC of P(positive).
+def classification_metrics(
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    class_names: Sequence[str] = ("negative", "positive"),
+    prefix: str = "test_",
+) -> dict[str, float]:
+    """Loss (cross-entropy), accuracy, F1 and more of class probabilities, by scikit-learn.
+
+    ``probabilities``: P(class 1), shape (N,), or rows of class probabilities, shape (N, K) (two
+    columns are two classes: the second is P(class 1)). The keys, each after ``prefix``:
+
+    - two classes: ``loss``, ``accuracy``, ``precision``, ``recall``, ``f1``, ``roc_auc`` (class 1
+      is the positive one, predicted where P(class 1) >= 0.5; NaN with one class among the
+      labels) and ``macro_f1``; ``class_names`` are not read.
+    - K > 2: ``loss``, ``accuracy``, ``macro_f1`` and per class ``precision_<name>``,
+      ``recall_<name>`` and ``f1_<name>`` (0 where undefined), the names of ``class_names``
+      written by :func:`metric_key`; predicted: the most probable class.
+
+    The loss is ``<prefix>loss`` (``test_loss``, ``val_loss``), and ``log_loss`` with no prefix.
+    P(class 1) is clipped to [1e-7, 1 - 1e-7] first; K-class rows are scaled to sum to 1 (a float32
+    softmax is a little off) and scikit-learn clips them to [eps, 1 - eps].
 
     Example:
         >>> classification_metrics(np.array([0, 1]), np.array([0.2, 0.9]))["test_accuracy"]
         1.0
+        >>> p = np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3]])
+        >>> m = classification_metrics([0, 2, 2], p, ["bad", "so so", "good"], prefix="")
+        >>> m["accuracy"], m["recall_good"], m["precision_so_so"], round(m["log_loss"], 4)
+        (0.6666666666666666, 0.5, 0.0, 0.6905)
     """
+    from sklearn import metrics  # a second to import: only where metrics are computed
+
     labels = np.asarray(labels).astype(int)
-    p = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-7, 1 - 1e-7)
-    predicted = (p >= 0.5).astype(int)
-    tp = int(np.sum((predicted == 1) & (labels == 1)))
-    fp = int(np.sum((predicted == 1) & (labels == 0)))
-    fn = int(np.sum((predicted == 0) & (labels == 1)))
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    loss = -np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p))
-    return {
-        "test_loss": float(loss),
-        "test_accuracy": float(np.mean(predicted == labels)),
-        "test_precision": precision,
-        "test_recall": recall,
-        "test_f1": f1,
-        "test_roc_auc": roc_auc(labels, p),
-    }
+    p = np.asarray(probabilities, dtype=np.float64)
+    if p.ndim == 2 and p.shape[1] == 2:
+        p = p[:, 1]
+    if p.ndim == 1:
+        p = np.clip(p, 1e-7, 1 - 1e-7)
+        predicted = (p >= 0.5).astype(int)
+        precision, recall, f1, _ = metrics.precision_recall_fscore_support(
+            labels, predicted, labels=[0, 1], zero_division=0
+        )
+        scores = {
+            "loss": metrics.log_loss(labels, np.stack([1 - p, p], axis=1), labels=[0, 1]),
+            "accuracy": metrics.accuracy_score(labels, predicted),
+            "precision": precision[1],
+            "recall": recall[1],
+            "f1": f1[1],
+            "roc_auc": roc_auc(labels, p),
+            "macro_f1": np.mean(f1),
+        }
+    else:
+        classes = p.shape[1]
+        names = [metric_key(name) for name in class_names]
+        if len(set(names)) != classes:
+            raise ValueError(f"{classes} classes need as many distinct names, not {names}")
+        if labels.size and (labels.min() < 0 or labels.max() >= classes):
+            raise ValueError(f"labels must lie in [0, {classes}): {np.unique(labels).tolist()}")
+        p = p / p.sum(axis=1, keepdims=True)
+        predicted = p.argmax(axis=1)
+        every = list(range(classes))
+        precision, recall, f1, _ = metrics.precision_recall_fscore_support(
+            labels, predicted, labels=every, zero_division=0
+        )
+        scores = {
+            "loss": metrics.log_loss(labels, p, labels=every),
+            "accuracy": metrics.accuracy_score(labels, predicted),
+            "macro_f1": np.mean(f1),
+        }
+        for metric, values in (("precision", precision), ("recall", recall), ("f1", f1)):
+            scores |= {f"{metric}_{name}": value for name, value in zip(names, values, strict=True)}
+    loss = f"{prefix}loss" if prefix else "log_loss"
+    return {(loss if key == "loss" else prefix + key): float(v) for key, v in scores.items()}
+
+
+def metric_key(name: str) -> str:
+    """``name`` fit for an MLflow metric key: lower case, and every character but ASCII letters,
+    digits, ``_``, ``-``, ``.`` and ``/`` (spaces too) written as ``_``.
+
+    Example:
+        >>> metric_key("very negative"), metric_key("5 stars!"), metric_key("Neutral/Mixed")
+        ('very_negative', '5_stars_', 'neutral/mixed')
+    """
+    return re.sub(r"[^a-z0-9_\-./]", "_", name.lower())
 
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """Area under the ROC curve: P(score of a positive > score of a negative), ties count half."""
+    """Area under the ROC curve (scikit-learn's): P(score of a positive > score of a negative),
+    ties count half; NaN where the labels hold one class only.
+
+    Example:
+        >>> roc_auc(np.array([0, 0, 1]), np.array([0.1, 0.5, 0.5])), roc_auc([1, 1], [0.2, 0.3])
+        (0.75, nan)
+    """
+    from sklearn.metrics import roc_auc_score
+
     labels = np.asarray(labels).astype(bool)
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
+    if labels.all() or not labels.any():
         return float("nan")
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores), dtype=np.float64)
-    sorted_scores = np.asarray(scores)[order]
-    # Average ranks over ties.
-    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
-    average = first + (counts + 1) / 2.0
-    ranks[order] = np.repeat(average, counts)
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+    return float(roc_auc_score(labels, np.asarray(scores)))
 
 
 CALIBRATION_BINS = 15
@@ -88,20 +154,45 @@ def calibration_bins(
     return confidence, positive, counts
 
 
+def top_label_bins(
+    labels: np.ndarray, probabilities: np.ndarray, bins: int = CALIBRATION_BINS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Equal-width bins over [0, 1] of the top class probability of rows (N, K): per bin the mean
+    top probability, the fraction of rows whose top class is the label (the accuracy) and the
+    number of rows, as :func:`calibration_bins` (empty bins give NaN means).
+
+    Example:
+        >>> p = np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8], [0.4, 0.3, 0.3]])
+        >>> confidence, accuracy, counts = top_label_bins(np.array([0, 2, 2, 0]), p, bins=2)
+        >>> confidence.round(2).tolist(), accuracy.round(2).tolist(), counts.tolist()
+        ([0.4, 0.7], [1.0, 0.67], [1, 3])
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    correct = p.argmax(axis=1) == np.asarray(labels)
+    return calibration_bins(correct, p.max(axis=1), bins)
+
+
 def expected_calibration_error(
     labels: np.ndarray, probabilities: np.ndarray, bins: int = CALIBRATION_BINS
 ) -> float:
-    """ECE of P(positive): the mean over equal-width bins, weighted by their share of reviews,
-    of |fraction positive - mean predicted probability| (0 is perfectly calibrated).
+    """ECE: the mean over equal-width bins, weighted by their share of examples, of
+    |observed - mean predicted probability| (0 is perfectly calibrated). Of P(positive), shape
+    (N,): observed is the fraction positive (:func:`calibration_bins`); of rows (N, K), the
+    top-label ECE (Guo et al. 2017): the accuracy of the top class in bins of its probability
+    (:func:`top_label_bins`).
 
     Example:
         >>> labels, p = np.array([0, 1, 1, 0]), np.array([0.1, 0.9, 0.9, 0.9])
         >>> round(expected_calibration_error(labels, p), 4)  # (1 x 0.1 + 3 x |2/3 - 0.9|) / 4
         0.2
+        >>> rows = np.stack([1 - p, p], axis=1)  # top 0.9 everywhere, right 3 times out of 4
+        >>> round(expected_calibration_error(labels, rows), 4)  # |3/4 - 0.9|
+        0.15
     """
-    confidence, positive, counts = calibration_bins(labels, probabilities, bins)
+    binned = top_label_bins if np.ndim(probabilities) == 2 else calibration_bins
+    confidence, observed, counts = binned(labels, probabilities, bins)
     used = counts > 0
-    gaps = np.abs(positive[used] - confidence[used])
+    gaps = np.abs(observed[used] - confidence[used])
     return float(np.sum(gaps * counts[used]) / np.sum(counts))
 
 
@@ -131,6 +222,27 @@ def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
 
     def loss(log_inverse: float) -> float:
         return _log_loss(y, d * np.exp(log_inverse))
+
+    return float(np.exp(-_golden_minimum(loss, *LOG_INVERSE_T)))
+
+
+def fit_temperature_multiclass(logits: np.ndarray, labels: np.ndarray) -> float:
+    """The temperature T in [0.1, 1100] that minimises the cross-entropy of
+    ``softmax(logits / T)``, logits of shape (N, K): :func:`fit_temperature` for K classes
+    (convex in 1/T too; no predicted class changes).
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> honest = rng.normal(0.0, 2.0, (3000, 4))  # logits of a calibrated model
+        >>> labels = np.array([rng.choice(4, p=row) for row in softmax(honest)])
+        >>> round(fit_temperature_multiclass(honest * 3, labels))  # three times too confident
+        3
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    y = np.asarray(labels).astype(int)
+
+    def loss(log_inverse: float) -> float:
+        return multiclass_cross_entropy(z * np.exp(log_inverse), y)
 
     return float(np.exp(-_golden_minimum(loss, *LOG_INVERSE_T)))
 
@@ -231,6 +343,35 @@ def cross_entropy(log_odds: np.ndarray, labels: np.ndarray) -> float:
         0.6931
     """
     return _log_loss(_signs(labels), np.asarray(log_odds, dtype=np.float64))
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Class probabilities from logits (classes on the last axis), without overflow.
+
+    Example:
+        >>> softmax(np.array([[0.0, 0.0], [1000.0, 0.0]])).tolist()
+        [[0.5, 0.5], [1.0, 0.0]]
+    """
+    return np.exp(_log_softmax(logits))
+
+
+def multiclass_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Mean cross-entropy of ``softmax(logits)`` (N, K) against labels in [0, K).
+
+    Example:
+        >>> round(multiclass_cross_entropy(np.zeros((2, 3)), np.array([0, 2])), 4)  # ln 3
+        1.0986
+    """
+    rows = _log_softmax(logits)
+    picked = np.take_along_axis(rows, np.asarray(labels).astype(int)[:, None], axis=1)
+    return float(-np.mean(picked))
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    """``log(softmax(logits))`` as ``logits - logsumexp(logits)``, the largest taken out first."""
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
 
 
 def _signs(labels: np.ndarray) -> np.ndarray:

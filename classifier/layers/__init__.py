@@ -7,6 +7,7 @@ from classifier.layers.attention import (
     attention_weights,
     scaled_dot_product_attention,
 )
+from classifier.layers.class_names import ClassNames
 from classifier.layers.decoder import Decoder, DecoderLayer
 from classifier.layers.encoder import Encoder, EncoderLayer, TransformerBlock
 from classifier.layers.feed_forward import FeedForward
@@ -34,6 +35,7 @@ from classifier.layers.positional import (
 __all__ = [
     "POSITION_KINDS",
     "BagOfNgrams",
+    "ClassNames",
     "Decoder",
     "DecoderLayer",
     "Encoder",

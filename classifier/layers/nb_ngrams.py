@@ -11,6 +11,10 @@ with a logistic regression (Wang & Manning 2012; trigrams as Mesnil et al. 2014)
   over the negative ones (:func:`log_count_ratios`, set with :meth:`NaiveBayesNgrams.set_ratios`);
 - the scaled vector is L2-normalised, multiplied by ``kernel`` (features x outputs), plus ``bias``.
 
+With more than two classes (``outputs`` K > 2) each class k has its own ratios, of class k
+against the rest (:func:`one_vs_rest_ratios`): ``scale`` is (features, K), and logit k is
+``normalize(r_k * binary(ngrams)) . kernel[:, k] + bias[k]``.
+
 The ratios are learnt from the training reviews' labels before training (the ``prepare`` step
 of the variant), never from validation or test reviews. Everything else is
 :class:`~classifier.layers.ngrams.BagOfNgrams`'s: no dense (B, features) vector is built.
@@ -31,17 +35,34 @@ from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_feat
 
 
 def class_feature_counts(
-    batches, vocab_size: int, buckets: int, order: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """In how many negative and how many positive reviews each feature occurs, over
-    ``(token_ids (B, T), labels (B,))`` batches (label 1 = positive)."""
-    counts = np.zeros((2, vocab_size + buckets), dtype=np.int64)
+    batches, vocab_size: int, buckets: int, order: int, classes: int = 2
+) -> np.ndarray:
+    """``(classes, features)``: in how many reviews of each class each feature occurs, over
+    ``(token_ids (B, T), labels (B,))`` batches. For two classes the rows unpack as
+    ``negative, positive`` (label 1 = positive)."""
+    counts = np.zeros((classes, vocab_size + buckets), dtype=np.int64)
     for ids, labels in batches:
         features = ops.convert_to_numpy(sorted_features(ids, vocab_size, buckets, order))
         present = ops.convert_to_numpy(first_occurrences(features)) > 0
         rows = np.broadcast_to(np.asarray(labels).reshape(-1, 1), features.shape)
         np.add.at(counts, (rows[present], features[present]), 1)
-    return counts[0], counts[1]
+    return counts
+
+
+def one_vs_rest_ratios(counts: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+    """``(features, classes)``: column k is :func:`log_count_ratios` of class k against all the
+    other classes together (Wang & Manning's NBSVM for several classes).
+
+    Example:
+        >>> counts = np.array([[0, 3, 0, 0], [0, 0, 3, 0], [0, 0, 0, 3]])
+        >>> [round(float(r), 3) for r in one_vs_rest_ratios(counts)[1]]  # only in class 0
+        [1.743, -1.03, -1.03]
+    """
+    total = counts.sum(axis=0)
+    return np.stack(
+        [log_count_ratios(total - counts[k], counts[k], alpha) for k in range(len(counts))],
+        axis=1,
+    )
 
 
 def log_count_ratios(negative: np.ndarray, positive: np.ndarray, alpha: float = 1.0) -> np.ndarray:
@@ -82,14 +103,23 @@ class NaiveBayesNgrams(BagOfNgrams):
         super().__init__(vocab_size, buckets, outputs, l2=l2, **kwargs)
         self.order = order
 
+    def scale_shape(self, features: int) -> tuple[int, ...]:
+        return (features,) if self.outputs <= 2 else (features, self.outputs)
+
     @property
     def ratio(self):
-        """The log-count ratio of each feature (0 for padding)."""
+        """The log-count ratio of each feature (0 for padding): (features,) for two classes,
+        (features, outputs) one-vs-rest for more."""
         return self.scale
 
-    def set_ratios(self, negative: np.ndarray, positive: np.ndarray, alpha: float = 1.0) -> None:
-        """Set the log-count ratios from per-class document frequencies of the training reviews."""
-        self.scale.assign(log_count_ratios(negative, positive, alpha))
+    def set_ratios(self, *counts: np.ndarray, alpha: float = 1.0) -> None:
+        """Set the log-count ratios from per-class document frequencies of the training
+        reviews, one array per class (two classes: ``negative, positive``)."""
+        if self.outputs > 2:
+            self.scale.assign(one_vs_rest_ratios(np.stack(counts), alpha))
+        else:
+            negative, positive = counts
+            self.scale.assign(log_count_ratios(negative, positive, alpha))
 
     def get_config(self) -> dict:
         return {**super().get_config(), "order": self.order}

@@ -108,7 +108,10 @@ class BagOfNgrams(keras.layers.Layer):
     def build(self, input_shape) -> None:
         features = self.vocab_size + self.buckets
         self.scale = self.add_weight(
-            shape=(features,), initializer="zeros", trainable=False, name=self.scale_name
+            shape=self.scale_shape(features),
+            initializer="zeros",
+            trainable=False,
+            name=self.scale_name,
         )
         self.kernel = self.add_weight(
             shape=(features, self.outputs),
@@ -117,6 +120,11 @@ class BagOfNgrams(keras.layers.Layer):
             name="kernel",
         )
         self.bias = self.add_weight(shape=(self.outputs,), initializer="zeros", name="bias")
+
+    def scale_shape(self, features: int) -> tuple[int, ...]:
+        """The shape of the per-feature scale: one value per feature (a subclass may give one
+        per feature and output)."""
+        return (features,)
 
     @property
     def idf(self):
@@ -130,16 +138,23 @@ class BagOfNgrams(keras.layers.Layer):
     def feature_values(self, token_ids):
         """``(features (B, F), values (B, F))``: sorted feature ids and their normalised
         scaled value (TF-IDF here; 0 for repeats and padding); what :meth:`call` multiplies by
-        the kernel."""
+        the kernel. A scale of one value per feature and output gives values (B, F, outputs),
+        each output's normalised on its own."""
         features = sorted_features(token_ids, self.vocab_size, self.buckets, self.order)
-        values = first_occurrences(features) * ops.take(self.scale, features, axis=0)
-        norm = ops.sqrt(ops.sum(ops.square(values), axis=-1, keepdims=True))
+        present = first_occurrences(features)
+        scales = ops.take(self.scale, features, axis=0)  # (B, F) or (B, F, outputs)
+        if len(self.scale.shape) == 2:
+            present = ops.expand_dims(present, -1)
+        values = present * scales
+        norm = ops.sqrt(ops.sum(ops.square(values), axis=1, keepdims=True))
         return features, values / ops.maximum(norm, 1e-12)
 
     def call(self, token_ids):
         features, values = self.feature_values(token_ids)
         rows = ops.take(self.kernel, features, axis=0)  # (B, F, outputs)
-        return ops.sum(rows * ops.expand_dims(values, -1), axis=1) + self.bias
+        if len(self.scale.shape) == 1:
+            values = ops.expand_dims(values, -1)
+        return ops.sum(rows * values, axis=1) + self.bias
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.outputs)

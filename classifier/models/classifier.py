@@ -1,8 +1,8 @@
 """Encoder-only IMDB classifiers: one stack builder per ``model.variant``.
 
-Every variant maps token ids (B, T) to class probabilities (B, 2): an embedding, an attention
-stack, masked global average pooling (padding does not dilute the mean), dropout and a two-way
-softmax head. The padding mask (id 0 = padding) is computed once and passed explicitly. Which
+Every variant maps token ids (B, T) to class probabilities (B, K), two classes unless
+``num_classes`` says more: an embedding, an attention stack, masked global average pooling
+(padding does not dilute the mean), dropout and a K-way softmax head. The padding mask (id 0 = padding) is computed once and passed explicitly. Which
 builder a variant uses, and everything else about it, is in the registry
 (:mod:`classifier.config.variants`).
 
@@ -18,12 +18,12 @@ builder a variant uses, and everything else about it, is in the registry
 | nbow_attention | ``nbow``'s logits plus an ``attention`` reader's, trained jointly      |
 
 ``bow`` and ``nbow`` are the classical baselines, logistic regressions: their builders return
-the two logits and the head only applies the softmax. ``nbow_attention`` fuses ``nbow`` with an
+the K logits and the head only applies the softmax. ``nbow_attention`` fuses ``nbow`` with an
 attention reader (the ``attention`` stack has no positions: it weighs words by the company they
 keep in the review, not by their order): its log-odds is the sum of the two branches'.
 
 Example:
-    >>> from classifier.config.schema import ModelConfig
+    >>> from classifier.config.schema import LABELS, ModelConfig
     >>> model = build_classifier(ModelConfig(variant="encoder"), vocab_size=100, sequence_length=8)
     >>> tuple(model(np.array([[5, 7, 2, 0]])).shape)
     (1, 2)
@@ -35,9 +35,10 @@ import keras
 import numpy as np  # noqa: F401 - used by the docstring example
 
 from classifier.config import variants
-from classifier.config.schema import ModelConfig
+from classifier.config.schema import LABELS, ModelConfig
 from classifier.layers import (
     BagOfNgrams,
+    ClassNames,
     Encoder,
     EncoderLayer,
     MaskedAttention,
@@ -50,24 +51,33 @@ from classifier.layers import (
 from classifier.layers.nb_ngrams import class_feature_counts
 from classifier.layers.ngrams import document_frequencies
 
-NUM_CLASSES = 2
+NUM_CLASSES = 2  # IMDB's: negative, positive
 
 
-def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) -> keras.Model:
-    """Build the (uncompiled) classifier of ``cfg.variant`` on token ids of any length T.
+def build_classifier(
+    cfg: ModelConfig, vocab_size: int, sequence_length: int, num_classes: int = NUM_CLASSES
+) -> keras.Model:
+    """Build the (uncompiled) classifier of ``cfg.variant`` on token ids of any length T, with
+    ``num_classes`` outputs.
 
     ``sequence_length`` is the longest T (the size of a learned position table); shorter
     batches, such as the length buckets of :func:`classifier.data.pipeline.vectorize`, run as they are.
     """
+    if num_classes < 2:
+        raise ValueError(f"a classifier needs at least two classes, got {num_classes}")
     token_ids = keras.Input(shape=(None,), dtype="int64", name="token_ids")
     mask = padding_mask(token_ids)  # (B, T) bool, True = real token
     variant = variants.get(cfg.variant)
-    x = variant.build_stack()(cfg, token_ids, mask, vocab_size, sequence_length)
+    build = variant.build_stack()
+    if variant.builds == "logits":
+        x = build(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=num_classes)
+    else:
+        x = build(cfg, token_ids, mask, vocab_size, sequence_length)
     # The head computes in float32 under mixed precision too: float16 probabilities would
     # round to 1 within 5e-4 of it.
     if variant.builds == "logits":  # the softmax alone; calibration scales and shifts it
         head = keras.layers.Dense(
-            NUM_CLASSES,
+            num_classes,
             "softmax",
             kernel_initializer="identity",
             trainable=False,
@@ -77,7 +87,7 @@ def build_classifier(cfg: ModelConfig, vocab_size: int, sequence_length: int) ->
     else:
         x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=mask)
         x = keras.layers.Dropout(cfg.dropout, name="head_dropout")(x)
-        head = keras.layers.Dense(NUM_CLASSES, "softmax", name="head", dtype="float32")
+        head = keras.layers.Dense(num_classes, "softmax", name="head", dtype="float32")
     return keras.Model(token_ids, head(x), name=variant.model_name)
 
 
@@ -147,11 +157,11 @@ def encoder_stack(cfg, token_ids, mask, vocab_size, sequence_length):
     return encoder(x, padding_mask=mask)
 
 
-def bag_of_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
-    """The ``bow`` baseline's two logits: TF-IDF word 1-2-grams times a weight matrix (in float32
+def bag_of_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM_CLASSES):
+    """The ``bow`` baseline's logits: TF-IDF word 1-2-grams times a weight matrix (in float32
     under mixed precision too: a review's TF-IDF norm can pass float16's 65,504)."""
     bag = BagOfNgrams(
-        vocab_size, cfg.ngram_buckets, NUM_CLASSES, l2=cfg.l2, name="bag", dtype="float32"
+        vocab_size, cfg.ngram_buckets, num_classes, l2=cfg.l2, name="bag", dtype="float32"
     )
     return bag(token_ids)
 
@@ -163,13 +173,14 @@ def set_document_frequencies(classifier: keras.Model, batches) -> None:
     bag.set_idf(*document_frequencies(ids, bag.vocab_size, bag.buckets))
 
 
-def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
-    """The ``nbow`` baseline's two logits: binary word 1-to-``model.ngram_order``-grams scaled by
-    their Naive-Bayes log-count ratios, L2-normalised, times a weight matrix (float32)."""
+def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM_CLASSES):
+    """The ``nbow`` baseline's logits: binary word 1-to-``model.ngram_order``-grams scaled by
+    their Naive-Bayes log-count ratios (one-vs-rest for more than two classes), L2-normalised,
+    times a weight matrix (float32)."""
     bag = NaiveBayesNgrams(
         vocab_size,
         cfg.ngram_buckets,
-        NUM_CLASSES,
+        num_classes,
         order=cfg.ngram_order,
         l2=cfg.l2,
         name="bag",
@@ -183,19 +194,21 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length):
 READER_LENGTH = 512
 
 
-def nb_ngrams_and_attention(cfg, token_ids, mask, vocab_size, sequence_length):
-    """The ``nbow_attention`` variant's two logits: the sum of two branches' logits, trained
+def nb_ngrams_and_attention(
+    cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM_CLASSES
+):
+    """The ``nbow_attention`` variant's logits: the sum of two branches' logits, trained
     jointly. The n-gram branch is ``nbow``'s (layer ``bag``: whole reviews); the attention branch
-    is the ``attention`` variant's stack over the first :data:`READER_LENGTH` words, pooled, to two
-    logits (layer ``attention_logits``). So the fused log-odds of positive is the n-gram log-odds
-    plus the attention log-odds."""
-    ngram_logits = nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length)
+    is the ``attention`` variant's stack over the first :data:`READER_LENGTH` words, pooled, to K
+    logits (layer ``attention_logits``). So each fused logit (and, for two classes, the fused
+    log-odds of positive) is the n-gram branch's plus the attention branch's."""
+    ngram_logits = nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes)
     read = token_ids[:, :READER_LENGTH]
     read_mask = padding_mask(read)
     x = attention_stack(cfg, read, read_mask, vocab_size, min(sequence_length, READER_LENGTH))
     x = MaskedGlobalAveragePooling1D(name="pool")(x, mask=read_mask)
     x = keras.layers.Dropout(cfg.dropout, name="reader_dropout")(x)
-    attention_logits = keras.layers.Dense(NUM_CLASSES, name="attention_logits", dtype="float32")(x)
+    attention_logits = keras.layers.Dense(num_classes, name="attention_logits", dtype="float32")(x)
     return keras.layers.Add(name="fused_logits", dtype="float32")([ngram_logits, attention_logits])
 
 
@@ -203,10 +216,22 @@ def set_log_count_ratios(classifier: keras.Model, batches) -> None:
     """Set the ``nbow`` log-count ratios from the training reviews: ``(token_ids, label)``
     batches (the labels of the reviews it trains on, never validation or test ones)."""
     bag = classifier.get_layer("bag")
-    bag.set_ratios(*class_feature_counts(batches, bag.vocab_size, bag.buckets, bag.order))
+    counts = class_feature_counts(batches, bag.vocab_size, bag.buckets, bag.order, bag.outputs)
+    bag.set_ratios(*counts)
 
 
-def build_end_to_end(vectorizer: keras.layers.Layer, classifier: keras.Model) -> keras.Model:
-    """Raw review strings (B,) to probabilities (B, 2): the vectorizer, then the classifier."""
+def build_end_to_end(
+    vectorizer: keras.layers.Layer,
+    classifier: keras.Model,
+    labels: tuple[str, ...] = LABELS,
+) -> keras.Model:
+    """Raw review strings (B,) to probabilities (B, K): the vectorizer, then the classifier.
+
+    Class names other than IMDB's (``negative``, ``positive``) travel in a :class:`ClassNames`
+    layer at the end; an IMDB model is built as before they did.
+    """
     texts = keras.Input(shape=(), dtype="string", name="review")
-    return keras.Model(texts, classifier(vectorizer(texts)), name="imdb_sentiment")
+    probabilities = classifier(vectorizer(texts))
+    if tuple(labels) != LABELS:
+        probabilities = ClassNames(labels, name="class_names")(probabilities)
+    return keras.Model(texts, probabilities, name="imdb_sentiment")

@@ -1,4 +1,5 @@
-"""Figures of training runs and sweeps: curves, confusion matrix, accuracy per variant."""
+"""Figures of training runs and sweeps: curves, confusion matrix, reliability diagram, accuracy
+per variant, a search's history and parameter importances."""
 
 from __future__ import annotations
 
@@ -55,16 +56,24 @@ def plot_confusion_matrix(
 ) -> Path:
     """Confusion matrix with counts and row percentages (rows: true label, columns: predicted).
 
+    The figure grows with the number of classes (two keep 4.5 x 4 inches), with smaller text past
+    five classes and the column names slanted where they are long.
+
     Example:
         >>> plot_confusion_matrix(tmp / "cm.png", [0, 1, 1], [0, 1, 0], ["negative", "positive"]).name
         'cm.png'
+        >>> plot_confusion_matrix(tmp / "cm5.png", [0, 4, 2], [1, 4, 2], ["very negative",
+        ...     "negative", "neutral", "positive", "very positive"]).name
+        'cm5.png'
     """
     labels, predicted = np.asarray(labels, int), np.asarray(predicted, int)
     size = len(names)
     counts = np.zeros((size, size), dtype=int)
     np.add.at(counts, (labels, predicted), 1)
     share = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
-    figure = Figure(figsize=(4.5, 4))
+    more = max(size - 2, 0)
+    figure = Figure(figsize=(4.5 + 0.8 * more, 4 + 0.7 * more))
+    font = {"fontsize": 8} if size > 5 else {}
     axes = figure.add_subplot(1, 1, 1)
     image = axes.imshow(share, cmap="Blues", vmin=0, vmax=1)
     figure.colorbar(image, ax=axes, fraction=0.046)
@@ -72,9 +81,10 @@ def plot_confusion_matrix(
         for column in range(size):
             colour = "white" if share[row, column] > 0.5 else "black"
             text = f"{counts[row, column]:,}\n{share[row, column]:.1%}"
-            axes.text(column, row, text, ha="center", va="center", color=colour)
-    axes.set_xticks(range(size), names)
-    axes.set_yticks(range(size), names)
+            axes.text(column, row, text, ha="center", va="center", color=colour, **font)
+    slant = {"rotation": 30, "ha": "right"} if sum(map(len, names)) > 24 else {}
+    axes.set_xticks(range(size), names, **slant, **font)
+    axes.set_yticks(range(size), names, **font)
     axes.set_xlabel("predicted")
     axes.set_ylabel("true")
     axes.set_title(f"accuracy {np.trace(counts) / max(counts.sum(), 1):.3f}")
@@ -174,35 +184,73 @@ def plot_validation_accuracy_by_variant(
     return save(figure, path)
 
 
+def reliability_points(
+    labels: Sequence[int], probabilities: np.ndarray, bins: int = 15
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """What :func:`plot_reliability_diagram` draws of one set of probabilities: per bin the mean
+    predicted probability (x), what was observed (y), the number of reviews, and the ECE. Of
+    P(positive), shape (N,), y is the fraction positive; of rows (N, K), bins of the top class
+    probability and y the accuracy of the top class (top-label).
+
+    Example:
+        >>> rows = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+        >>> x, y, counts, ece = reliability_points([0, 2, 2], rows, bins=2)
+        >>> x.round(2).tolist(), y.tolist(), counts.tolist(), round(ece, 4)
+        ([0.4, 0.8], [1.0, 0.5], [1, 2], 0.4)
+    """
+    from classifier.evaluation.metrics import (
+        calibration_bins,
+        expected_calibration_error,
+        top_label_bins,
+    )
+
+    labels, p = np.asarray(labels), np.asarray(probabilities, dtype=np.float64)
+    binned = top_label_bins if p.ndim == 2 else calibration_bins
+    confidence, observed, counts = binned(labels, p, bins)
+    return confidence, observed, counts, expected_calibration_error(labels, p, bins)
+
+
 def plot_reliability_diagram(
     path: str | Path, labels: Sequence[int], probabilities: dict[str, np.ndarray], bins: int = 15
 ) -> Path:
     """Reliability diagram: per bin of P(positive), the fraction of positive reviews against the
     mean predicted probability, one line per set of probabilities (with its ECE), the diagonal
-    for perfect calibration, and the number of reviews per bin below.
+    for perfect calibration, and the number of reviews per bin below. Rows of K class
+    probabilities, shape (N, K), give the top-label diagram: the accuracy of the top class per
+    bin of its probability (:func:`reliability_points`).
 
     Example:
         >>> p = np.array([0.1, 0.4, 0.8, 0.95])
         >>> plot_reliability_diagram(tmp / "reliability.png", [0, 1, 1, 1], {"model": p}).name
         'reliability.png'
+        >>> rows = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]])
+        >>> plot_reliability_diagram(tmp / "top.png", [0, 2, 2], {"model": rows}).name
+        'top.png'
     """
-    from classifier.evaluation.metrics import calibration_bins, expected_calibration_error
-
+    shapes = {np.ndim(p) for p in probabilities.values()}
+    if len(shapes) > 1:
+        raise ValueError("probabilities: all P(positive) (N,) or all class rows (N, K), not both")
+    top_label = shapes == {2}
     figure = Figure(figsize=(6, 7))
     axes, counts_axes = figure.subplots(2, 1, height_ratios=(3, 1), sharex=True)
     axes.plot([0, 1], [0, 1], color="grey", linestyle="--", label="perfect calibration")
     for index, (name, p) in enumerate(probabilities.items()):
-        confidence, positive, counts = calibration_bins(np.asarray(labels), p, bins)
-        ece = expected_calibration_error(np.asarray(labels), p, bins)
+        confidence, observed, counts, ece = reliability_points(labels, p, bins)
         used = counts > 0
-        axes.plot(confidence[used], positive[used], "-o", label=f"{name} (ECE {ece:.3f})")
+        label = f"{name} ({'top-label ' if top_label else ''}ECE {ece:.3f})"
+        axes.plot(confidence[used], observed[used], "-o", label=label)
         edges = np.linspace(0, 1, bins + 1)
         width = 0.8 / bins / len(probabilities)
         counts_axes.bar(edges[:-1] + (index + 0.6) * width, counts, width=width, label=name)
-    axes.set_ylabel("fraction of positive reviews")
-    axes.set_title(f"Reliability of P(positive) on the test split ({bins} bins)")
+    if top_label:
+        axes.set_ylabel("accuracy")
+        axes.set_title(f"Top-label reliability on the test split ({bins} bins)")
+        counts_axes.set_xlabel("confidence (top class probability)")
+    else:
+        axes.set_ylabel("fraction of positive reviews")
+        axes.set_title(f"Reliability of P(positive) on the test split ({bins} bins)")
+        counts_axes.set_xlabel("predicted P(positive)")
     axes.legend(loc="upper left")
-    counts_axes.set_xlabel("predicted P(positive)")
     counts_axes.set_ylabel("reviews")
     counts_axes.set_yscale("log")
     return save(figure, path)

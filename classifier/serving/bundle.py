@@ -34,10 +34,10 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.config.variants import variant_of_model
-from classifier.data.pipeline import LABELS, ReviewVectorizer
+from classifier.data.pipeline import ReviewVectorizer
 from classifier.data.tokenizer import Tokenizer
 from classifier.errors import ModelError, first_line
-from classifier.serving.keras_engine import classifier_of, vectorizer_of
+from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
 from classifier.serving.litert_engine import (
     BUNDLE_FORMAT,
     FORMAT_VERSION,
@@ -48,7 +48,7 @@ from classifier.serving.litert_engine import (
     file_digest,
     load_bundle,
 )
-from classifier.serving.predict import predict_texts
+from classifier.serving.predict import predict_probabilities
 
 TOLERANCE = 1e-5  # largest difference of a probability between the bundle and Keras
 #: Strings whose token ids the bundle's tokenizer must give exactly as the model's vectorizer.
@@ -89,8 +89,9 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     if any("\n" in token for token in vocabulary):  # never: tokens are split on whitespace
         raise ModelError(f"{shown}: a vocabulary token holds a line break")
     num_classes = int(classifier.outputs[0].shape[-1])
-    if num_classes != len(LABELS):
-        raise ModelError(f"{shown}: {num_classes} classes, not {len(LABELS)}")
+    labels = labels_of(end_to_end_model)
+    if num_classes != len(labels):
+        raise ModelError(f"{shown}: {num_classes} classes, but {len(labels)} class names")
     _check_standardization(vectorizer, shown)
     token_classifier = _any_length(classifier, shown)
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,7 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
         "standardization": STANDARDIZATION,
         "vocab_size": len(vocabulary),
         "num_classes": num_classes,
-        "labels": list(LABELS),
+        "labels": list(labels),
         "input": {"name": "token_ids", "dtype": "int64", "shape": ["B", "T"]},
         "output": {"dtype": "float32", "shape": ["B", "num_classes"]},
         "files": {
@@ -204,8 +205,8 @@ def _check_reproduces(model: keras.Model, folder: Path, shown: str) -> None:
         for length in rng.permutation(np.arange(1, longest + 1))
     ]
     for batch_size in (1, 7, 64):
-        expected = np.array(predict_texts(model, texts, batch_size))
-        actual = np.array(bundle.predict_texts(texts, batch_size))
+        expected = predict_probabilities(model, texts, batch_size)
+        actual = predict_probabilities(bundle, texts, batch_size)
         worst = float(np.max(np.abs(expected - actual)))
         if not worst <= TOLERANCE:
             raise ModelError(

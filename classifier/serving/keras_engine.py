@@ -20,8 +20,10 @@ import numpy as np
 import tensorflow as tf
 
 import classifier.layers  # noqa: F401 - registers the custom layers
+from classifier.config.schema import LABELS
 from classifier.data.pipeline import VECTORIZE_BATCH, ReviewVectorizer
 from classifier.errors import ModelError
+from classifier.layers import ClassNames
 from classifier.serving.batching import MAX_CHUNK, length_sorted_batches, token_counts
 
 
@@ -31,7 +33,13 @@ def load_keras_model(path: str | Path) -> keras.Model:
 
 
 def predict_texts(model: keras.Model, texts: list[str], batch_size: int) -> list[float]:
-    """Probability of ``positive`` for each text, in order, predicted in batches.
+    """Probability of ``positive`` (the last of two classes) for each text, in order
+    (:func:`predict_probabilities`)."""
+    return predict_probabilities(model, texts, batch_size)[:, -1].tolist()
+
+
+def predict_probabilities(model: keras.Model, texts: list[str], batch_size: int) -> np.ndarray:
+    """Class probabilities (N, K) of the texts, in order, predicted in batches.
 
     A model that is a :class:`~classifier.data.pipeline.ReviewVectorizer` followed by a classifier
     (what training saves) runs in two steps, ``MAX_CHUNK`` texts at a time: they are
@@ -42,17 +50,29 @@ def predict_texts(model: keras.Model, texts: list[str], batch_size: int) -> list
     are shorter than 175 words. Any other end-to-end model runs whole on batches of texts.
     """
     predict = _predictor(model)
-    probabilities: list[float] = []
-    for start in range(0, len(texts), MAX_CHUNK):
-        probabilities.extend(predict(texts[start : start + MAX_CHUNK], batch_size))
-    return probabilities
+    chunks = [
+        predict(texts[start : start + MAX_CHUNK], batch_size)
+        for start in range(0, len(texts), MAX_CHUNK)
+    ]
+    if not chunks:
+        return np.zeros((0, len(labels_of(model))))
+    return np.concatenate(chunks).astype(np.float64)
+
+
+def labels_of(model: keras.Model) -> tuple[str, ...]:
+    """The class names of an end-to-end model: its :class:`~classifier.layers.ClassNames`
+    layer's, else IMDB's (``negative``, ``positive``)."""
+    for layer in model.layers:
+        if isinstance(layer, ClassNames):
+            return layer.labels
+    return LABELS
 
 
 _PREDICTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _predictor(model: keras.Model) -> Callable[[list[str], int], list[float]]:
-    """``(texts, batch_size) -> P(positive) per text``, cached while the model lives."""
+def _predictor(model: keras.Model) -> Callable[[list[str], int], np.ndarray]:
+    """``(texts, batch_size) -> class probabilities (N, K)``, cached while the model lives."""
     predict = _PREDICTORS.get(model)
     if predict is None:
         parts = _vectorizer_and_classifier(model)
@@ -62,8 +82,11 @@ def _predictor(model: keras.Model) -> Callable[[list[str], int], list[float]]:
 
 
 def _vectorizer_and_classifier(model: keras.Model) -> tuple[ReviewVectorizer, keras.Model] | None:
-    """The two parts of a model that is ``classifier(vectorizer(texts))``, else ``None``."""
+    """The two parts of a model that is ``classifier(vectorizer(texts))`` (then, maybe, its
+    :class:`~classifier.layers.ClassNames`), else ``None``."""
     operations = getattr(model, "operations", None) or []  # a Functional model's graph
+    if len(operations) == 4 and isinstance(operations[-1], ClassNames):
+        operations = operations[:3]
     if len(operations) != 3:
         return None
     _, vectorizer, classifier = operations  # in graph order: inputs first, outputs last
@@ -100,6 +123,7 @@ class _TwoSteps:
     def __init__(self, vectorizer: ReviewVectorizer, classifier: keras.Model):
         any_length = _any_length(classifier)
         self.trim = any_length is not None
+        self.classes = int(classifier.outputs[0].shape[-1])
         classifier = any_length or classifier
         # The cache holds this object: it must not keep the model alive, only its parts.
         self.vectorize = tf.function(
@@ -107,13 +131,11 @@ class _TwoSteps:
             input_signature=[tf.TensorSpec([None], tf.string)],
         )
         self.classify = tf.function(
-            lambda token_ids: classifier(token_ids, training=False)[:, 1],
+            lambda token_ids: classifier(token_ids, training=False),
             input_signature=[tf.TensorSpec([None, None], tf.int64)],
         )
 
-    def __call__(self, texts: list[str], batch_size: int) -> list[float]:
-        if not texts:
-            return []
+    def __call__(self, texts: list[str], batch_size: int) -> np.ndarray:
         token_ids = np.concatenate(
             [
                 self.vectorize(
@@ -130,10 +152,10 @@ class _TwoSteps:
                 (np.arange(start, min(start + batch_size, len(texts))), full)
                 for start in range(0, len(texts), batch_size)
             )
-        probabilities = np.empty(len(texts), dtype=np.float32)
+        probabilities = np.empty((len(texts), self.classes), dtype=np.float32)
         for rows, width in batches:
             probabilities[rows] = self.classify(token_ids[rows, :width]).numpy()
-        return probabilities.astype(float).tolist()
+        return probabilities
 
 
 class _EndToEnd:
@@ -144,16 +166,17 @@ class _EndToEnd:
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
         def predict(texts):
-            return owner()(texts, training=False)[:, 1]
+            return owner()(texts, training=False)
 
         self.predict = predict
 
-    def __call__(self, texts: list[str], batch_size: int) -> list[float]:
-        probabilities: list[float] = []
-        for start in range(0, len(texts), batch_size):
-            batch = tf.constant(texts[start : start + batch_size], dtype=tf.string)
-            probabilities.extend(self.predict(batch).numpy().astype(float).tolist())
-        return probabilities
+    def __call__(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return np.concatenate(
+            [
+                self.predict(tf.constant(texts[start : start + batch_size], tf.string)).numpy()
+                for start in range(0, len(texts), batch_size)
+            ]
+        )
 
 
 def vectorizer_of(model: keras.Model) -> ReviewVectorizer:

@@ -95,7 +95,8 @@ class BundleInfo:
 
 
 class BundleModel:
-    """An end-to-end review classifier from a bundle: texts in, P(positive) out, no TensorFlow.
+    """An end-to-end review classifier from a bundle: texts in, class probabilities out, no
+    TensorFlow.
 
     It stands where ``classifier.serving.predict`` takes a Keras model: :meth:`predict_texts` is
     ``predict_texts(model, texts, batch_size)``, and :attr:`sequence_length` and
@@ -171,7 +172,13 @@ class BundleModel:
     def predict_texts(
         self, texts: Sequence[str | bytes], batch_size: int = DEFAULT_BATCH_SIZE
     ) -> list[float]:
-        """Probability of the last label (``positive``) for each text, in order.
+        """Probability of the last label (``positive`` of two) for each text, in order."""
+        return self.predict_probabilities(texts, batch_size)[:, -1].tolist()
+
+    def predict_probabilities(
+        self, texts: Sequence[str | bytes], batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> np.ndarray:
+        """Class probabilities (N, K) of the texts, in order (column k: ``labels[k]``).
 
         ``MAX_CHUNK`` texts at a time are tokenized, sorted by their number of tokens and cut
         into batches of ``batch_size``, each trimmed to its longest review (as
@@ -179,20 +186,21 @@ class BundleModel:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        probabilities: list[float] = []
-        for start in range(0, len(texts), MAX_CHUNK):
-            probabilities.extend(self._predict_chunk(texts[start : start + MAX_CHUNK], batch_size))
-        return probabilities
+        chunks = [
+            self._predict_chunk(texts[start : start + MAX_CHUNK], batch_size)
+            for start in range(0, len(texts), MAX_CHUNK)
+        ]
+        if not chunks:
+            return np.zeros((0, len(self.labels)))
+        return np.concatenate(chunks).astype(np.float64)
 
-    def _predict_chunk(self, texts: Sequence[str | bytes], batch_size: int) -> list[float]:
-        if not len(texts):
-            return []
+    def _predict_chunk(self, texts: Sequence[str | bytes], batch_size: int) -> np.ndarray:
         token_ids = self.tokenizer.encode(texts)
         lengths = np.count_nonzero(token_ids, axis=1)  # no word has id 0 (padding)
-        probabilities = np.empty(len(texts), dtype=np.float32)
+        probabilities = np.empty((len(texts), len(self.labels)), dtype=np.float32)
         for rows, width in length_sorted_batches(lengths, batch_size):
-            probabilities[rows] = self.predict_ids(token_ids[rows, :width])[:, -1]
-        return probabilities.astype(float).tolist()
+            probabilities[rows] = self.predict_ids(token_ids[rows, :width])
+        return probabilities
 
 
 def _without_delegate_note(allocate) -> None:

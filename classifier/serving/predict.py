@@ -51,29 +51,56 @@ UNKNOWN = "unknown"
 
 
 def predict_texts(model, texts: list[str], batch_size: int = DEFAULT_BATCH_SIZE) -> list[float]:
-    """Probability of ``positive`` for each text, in order, predicted in batches of reviews of
-    similar length (:mod:`classifier.serving.batching`).
+    """Probability of ``positive`` (the last of two classes) for each text, in order
+    (:func:`predict_probabilities`)."""
+    return predict_probabilities(model, texts, batch_size)[:, -1].tolist()
+
+
+def predict_probabilities(
+    model, texts: list[str], batch_size: int = DEFAULT_BATCH_SIZE
+) -> np.ndarray:
+    """Class probabilities (N, K) of the texts, in order (column k: ``labels_of(model)[k]``),
+    predicted in batches of reviews of similar length (:mod:`classifier.serving.batching`).
 
     A LiteRT bundle (:class:`classifier.serving.litert_engine.BundleModel`) predicts by itself, with no
     TensorFlow; a Keras end-to-end model goes through :mod:`classifier.serving.keras_engine`, which
     imports TensorFlow when first needed.
     """
-    if hasattr(model, "predict_texts"):
-        return model.predict_texts(texts, batch_size)
-    from classifier.serving import keras_engine as keras_predict
+    if hasattr(model, "predict_probabilities"):
+        return model.predict_probabilities(texts, batch_size)
+    from classifier.serving import keras_engine
 
-    return keras_predict.predict_texts(model, texts, batch_size)
+    return keras_engine.predict_probabilities(model, texts, batch_size)
+
+
+def labels_of(model) -> tuple[str, ...]:
+    """The model's class names, in output order (IMDB's: ``negative``, ``positive``)."""
+    if hasattr(model, "predict_probabilities"):  # a bundle says them in bundle.json
+        return tuple(model.labels)
+    from classifier.serving import keras_engine
+
+    return keras_engine.labels_of(model)
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """The predicted label of one review, its probability of ``positive``, and the share of the
-    words the model read that its vocabulary knows."""
+    """The predicted label of one review, its probability of ``positive`` (two classes), the
+    share of the words the model read that its vocabulary knows, and, for a model of more than
+    two classes, every class's probability (``{name: probability}``; then
+    ``positive_probability`` is NaN)."""
 
     source: str
     label: str
     positive_probability: float
     known_share: float = 1.0
+    probabilities: dict[str, float] | None = None
+
+    @property
+    def shown_probability(self) -> float:
+        """What the table shows: P(positive), or the probability of the most likely class."""
+        if self.probabilities is None:
+            return self.positive_probability
+        return max(self.probabilities.values(), default=float("nan"))
 
 
 def judge(probability: float, known: int, words: int, threshold: float = DEFAULT_THRESHOLD) -> str:
@@ -87,6 +114,21 @@ def judge(probability: float, known: int, words: int, threshold: float = DEFAULT
     if known < MIN_KNOWN_WORDS or known < MIN_KNOWN_SHARE * words:
         return UNKNOWN
     return LABELS[1] if probability >= threshold else LABELS[0]
+
+
+def judge_classes(
+    probabilities: np.ndarray, labels: tuple[str, ...], known: int, words: int
+) -> str:
+    """The label of a review for a model of more than two classes: ``unknown`` as in
+    :func:`judge`, else the most likely class.
+
+    Example:
+        >>> judge_classes(np.array([0.2, 0.5, 0.3]), ("bad", "fine", "good"), known=4, words=4)
+        'fine'
+    """
+    if known < MIN_KNOWN_WORDS or known < MIN_KNOWN_SHARE * words:
+        return UNKNOWN
+    return labels[int(np.argmax(probabilities))]
 
 
 def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -125,13 +167,22 @@ def classify(
     ``positive`` when its probability of positive is at least ``threshold``, ``unknown`` when
     the vocabulary knows too few of its words (:func:`judge`).
     """
+    labels = labels_of(model)
     for chunk in _chunks(iter(reviews), max(FIRST_CHUNK, batch_size)):
         texts = [review.text for review in chunk]
-        probabilities = predict_texts(model, texts, batch_size)
+        probabilities = predict_probabilities(model, texts, batch_size)
         known, words = word_counts(model, texts)
-        for review, probability, k, n in zip(chunk, probabilities, known, words, strict=True):
-            label = judge(probability, int(k), int(n), threshold)
-            yield Prediction(review.source, label, probability, float(k) / max(int(n), 1))
+        for review, row, k, n in zip(chunk, probabilities, known, words, strict=True):
+            share = float(k) / max(int(n), 1)
+            if len(labels) == 2:
+                label = judge(float(row[-1]), int(k), int(n), threshold)
+                if labels != LABELS and label != UNKNOWN:
+                    label = labels[LABELS.index(label)]
+                yield Prediction(review.source, label, float(row[-1]), share)
+            else:
+                label = judge_classes(row, labels, int(k), int(n))
+                by_class = dict(zip(labels, row.astype(float).tolist(), strict=True))
+                yield Prediction(review.source, label, float("nan"), share, by_class)
 
 
 def _chunks(reviews: Iterator[Review], size: int) -> Iterator[list[Review]]:
@@ -151,19 +202,27 @@ def _chunks(reviews: Iterator[Review], size: int) -> Iterator[list[Review]]:
         size = max(size, min(2 * size, MAX_CHUNK))
 
 
-def format_predictions(predictions: Iterable[Prediction], output_format: str) -> Iterator[str]:
+def format_predictions(
+    predictions: Iterable[Prediction], output_format: str, labels: tuple[str, ...] = LABELS
+) -> Iterator[str]:
     """Output lines (without newlines) of ``table``, ``json`` (an array) or ``csv``, streamed.
 
     The table puts the source last so that its columns stay aligned while rows stream out, and
     shows probabilities to 4 decimals (``>0.9999`` and ``<0.0001`` past them); JSON and CSV give
     6 decimals, the share of known words 4, always (``null``/empty for a NaN probability).
+    Two classes (``labels``): P(positive), the second class. More: the table shows the
+    probability of the most likely class, JSON and CSV every class's.
     """
+    several = len(labels) > 2
     if output_format == "table":
+        width = max(8, *(len(label) for label in labels)) if several else 8
+        title = "P(label)" if several else f"P({labels[-1]})"
         for index, p in enumerate(predictions):
             if index == 0:
-                yield f"{'label':<8}  {'P(positive)':>11}  {'known':>5}  source"
+                yield f"{'label':<{width}}  {title:>11}  {'known':>5}  source"
             known = f"{p.known_share:.0%}"
-            yield f"{p.label:<8}  {shown_probability(p.positive_probability):>11}  {known:>5}  {p.source}"
+            shown = shown_probability(p.shown_probability)
+            yield f"{p.label:<{width}}  {shown:>11}  {known:>5}  {p.source}"
     elif output_format == "json":
         yield "["
         previous = None
@@ -171,10 +230,20 @@ def format_predictions(predictions: Iterable[Prediction], output_format: str) ->
             if previous is not None:
                 yield previous + ","
             # Numbers written with fixed decimals (json.dumps would give 1.0 and 1.5e-05).
+            if several:
+                each = ", ".join(
+                    f"{json.dumps(name, ensure_ascii=False)}: {_fixed(value, 6) or 'null'}"
+                    for name, value in (p.probabilities or {}).items()
+                )
+                probability = f'"probabilities": {{{each}}}'
+            else:
+                probability = (
+                    f'"positive_probability": {_fixed(p.positive_probability, 6) or "null"}'
+                )
             fields = (
                 f'"source": {json.dumps(p.source, ensure_ascii=False)}',
-                f'"label": "{p.label}"',
-                f'"positive_probability": {_fixed(p.positive_probability, 6) or "null"}',
+                f'"label": {json.dumps(p.label, ensure_ascii=False)}',
+                probability,
                 f'"known_share": {_fixed(p.known_share, 4)}',
             )
             previous = "  {" + ", ".join(fields) + "}"
@@ -184,11 +253,23 @@ def format_predictions(predictions: Iterable[Prediction], output_format: str) ->
     elif output_format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        rows = (
-            (p.source, p.label, _fixed(p.positive_probability, 6), _fixed(p.known_share, 4))
-            for p in predictions
-        )
-        header = ("source", "label", "positive_probability", "known_share")
+        if several:
+            header = ("source", "label", *(f"P({name})" for name in labels), "known_share")
+            rows = (
+                (
+                    p.source,
+                    p.label,
+                    *(_fixed((p.probabilities or {}).get(name, math.nan), 6) for name in labels),
+                    _fixed(p.known_share, 4),
+                )
+                for p in predictions
+            )
+        else:
+            header = ("source", "label", "positive_probability", "known_share")
+            rows = (
+                (p.source, p.label, _fixed(p.positive_probability, 6), _fixed(p.known_share, 4))
+                for p in predictions
+            )
         for row in itertools.chain([header], rows):
             writer.writerow(row)
             yield buffer.getvalue().removesuffix("\n")
@@ -248,7 +329,7 @@ def classify_files(
     )
     predictions = classify(model, reviews, batch_size=batch_size, threshold=threshold)
     try:
-        for line in format_predictions(predictions, output_format):
+        for line in format_predictions(predictions, output_format, labels_of(model)):
             out(line)
     except BrokenPipeError:
         _silence_stdout()

@@ -17,8 +17,15 @@ import mlflow
 import numpy as np
 import pandas as pd
 
+from classifier.config.schema import LABELS
 from classifier.serving.litert_engine import load_bundle
-from classifier.serving.predict import judge, predict_texts, word_counts
+from classifier.serving.predict import (
+    judge,
+    judge_classes,
+    labels_of,
+    predict_probabilities,
+    word_counts,
+)
 
 
 class SentimentModel(mlflow.pyfunc.PythonModel):
@@ -28,7 +35,9 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
     starts faster), else the end-to-end ``.keras`` model. ``predict`` takes a list of review
     strings (or a one-column DataFrame) and returns a DataFrame with ``label``
     ("negative", "positive", or "unknown" when the vocabulary knows too few of its words),
-    ``positive_probability`` and ``known_share``.
+    ``positive_probability`` and ``known_share``. A model of more than two classes gives
+    ``label`` (a class name or "unknown"), ``probability`` (of the most likely class),
+    ``known_share`` and a ``P(name)`` column per class.
     """
 
     def load_context(self, context) -> None:
@@ -48,12 +57,30 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         # The signature (one string column) makes MLflow hand over a DataFrame, also for a
         # plain list of strings; the type hint tells MLflow not to infer another signature.
         texts = model_input.iloc[:, 0].astype(str).tolist()
-        probabilities = predict_texts(self._model, texts)
+        probabilities = predict_probabilities(self._model, texts)
         known, words = word_counts(self._model, texts)
+        known_share = (known / np.maximum(words, 1)).astype(float)
+        labels = labels_of(self._model)
+        if len(labels) == 2:
+            positive = probabilities[:, -1].tolist()
+            answers = [judge(*row) for row in zip(positive, known, words, strict=True)]
+            names = dict(zip(LABELS, labels, strict=True))
+            return pd.DataFrame(
+                {
+                    "label": [names.get(answer, answer) for answer in answers],
+                    "positive_probability": positive,
+                    "known_share": known_share,
+                }
+            )
+        answers = [
+            judge_classes(row, labels, int(k), int(n))
+            for row, k, n in zip(probabilities, known, words, strict=True)
+        ]
         return pd.DataFrame(
             {
-                "label": [judge(*row) for row in zip(probabilities, known, words, strict=True)],
-                "positive_probability": probabilities,
-                "known_share": (known / np.maximum(words, 1)).astype(float),
+                "label": answers,
+                "probability": probabilities.max(axis=1).astype(float),
+                "known_share": known_share,
+                **{f"P({name})": probabilities[:, k] for k, name in enumerate(labels)},
             }
         )

@@ -28,7 +28,6 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
-from classifier.config.schema import TrainConfig
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError, first_line
 from classifier.runs.tracking import (
@@ -41,13 +40,16 @@ from classifier.serving.model_source import (
     KERAS_ARTIFACT,
     keras_file,
     local_keras_model,
-    no_model,
     refuse_missing_store,
 )
 from classifier.serving.pyfunc import SentimentModel
-
-DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
-LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
+from classifier.serving.versions import (  # noqa: F401 - DEFAULT_MODEL_NAME: imported from here
+    DEFAULT_MODEL_NAME,
+    LATEST,
+    find_version,
+    is_version_ref,
+    model_parts,
+)
 
 
 def load_model(spec: str | None = None) -> keras.Model:
@@ -83,10 +85,11 @@ def _check_end_to_end(model, shown: str) -> None:
     inputs = getattr(model, "inputs", None) or []
     is_text = len(inputs) == 1 and "string" in str(inputs[0].dtype)
     has_vectorizer = any(isinstance(layer, ReviewVectorizer) for layer in model.layers)
-    if not (is_text and has_vectorizer and tuple(model.outputs[0].shape)[-1:] == (2,)):
+    classes = tuple(model.outputs[0].shape)[-1] if model.outputs else None
+    if not (is_text and has_vectorizer and isinstance(classes, int) and classes >= 2):
         raise ModelError(
             f"{shown}: a Keras model, but not an end-to-end review classifier "
-            "(raw strings in, two class probabilities out; the model.keras of a training run)"
+            "(raw strings in, class probabilities out; the model.keras of a training run)"
         )
 
 
@@ -119,36 +122,11 @@ def _load_from_mlflow(uri: str, default: bool = False) -> keras.Model:
 
 def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> str:
     """Download the ``.keras`` file of a registered model version (``models:/...``)."""
-    body = uri.removeprefix("models:").lstrip("/")
-    name, alias, ref = body, None, None
-    if "/" in body:
-        name, ref = body.split("/", 1)
-    elif "@" in body:
-        name, alias = body.rsplit("@", 1)
-    client = MlflowClient()
-    if (alias is None and ref is None) or (ref is not None and not _is_version_ref(ref)):
+    name, alias, ref = model_parts(uri)
+    if (alias is None and ref is None) or (ref is not None and not is_version_ref(ref)):
         # A logged-model id (models:/m-...) or a stage: let MLflow resolve it.
         return mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(workdir))
-    versions = client.search_model_versions(f"name = '{name}'")
-    if not versions:
-        no_model(None if default else uri, f"no registered model {name!r} in {store}")
-    wanted = (alias or ref).lower()
-    if wanted == LATEST:
-        version = max(versions, key=lambda v: int(v.version))
-    elif ref is not None:
-        matches = [v for v in versions if str(v.version) == ref]
-        if not matches:
-            numbers = ", ".join(sorted((str(v.version) for v in versions), key=int))
-            raise ModelError(f"--model {uri}: {name} has no version {ref} (it has {numbers})")
-        version = matches[0]
-    else:
-        try:
-            version = client.get_model_version_by_alias(name, alias)
-        except MlflowException:
-            raise ModelError(
-                f"--model {uri}: {name} has no alias {alias!r} (use @{LATEST} for its newest "
-                "version)"
-            ) from None
+    version = find_version(uri, name, alias, ref, store, default)
     try:  # the run's model.keras: a single file, no pyfunc wrapper
         return mlflow.artifacts.download_artifacts(
             run_id=version.run_id, artifact_path=KERAS_ARTIFACT, dst_path=str(workdir / "run")
@@ -157,10 +135,6 @@ def _download_registered(uri: str, store: str, workdir: Path, default: bool) -> 
         return mlflow.artifacts.download_artifacts(
             artifact_uri=f"models:/{name}/{version.version}", dst_path=str(workdir / "model")
         )
-
-
-def _is_version_ref(ref: str) -> bool:
-    return ref.isdigit() or ref.lower() == LATEST
 
 
 def runtime_requirements() -> list[str]:
@@ -184,9 +158,15 @@ def runtime_requirements() -> list[str]:
 
 
 def log_pyfunc_model(
-    keras_path: Path, registered_name: str, example: list[str], bundle: Path | None = None
+    keras_path: Path,
+    registered_name: str,
+    example: list[str],
+    bundle: Path | None = None,
+    labels: tuple[str, ...] = ("negative", "positive"),
 ):
     """Log the end-to-end model as an MLflow pyfunc model, register it, move the alias to it.
+    Its signature names the outputs: for more than two ``labels``, a probability column per
+    class (:class:`~classifier.serving.pyfunc.SentimentModel`).
 
     Returns:
         the ``ModelVersion`` that was registered.
@@ -194,15 +174,16 @@ def log_pyfunc_model(
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
+    if len(labels) == 2:
+        outputs = [ColSpec("double", "positive_probability")]
+    else:
+        outputs = [ColSpec("double", "probability")]
+    outputs.append(ColSpec("double", "known_share"))
+    if len(labels) > 2:
+        outputs += [ColSpec("double", f"P({name})") for name in labels]
     signature = ModelSignature(
         inputs=Schema([ColSpec("string")]),  # a list of review strings
-        outputs=Schema(
-            [
-                ColSpec("string", "label"),
-                ColSpec("double", "positive_probability"),
-                ColSpec("double", "known_share"),
-            ]
-        ),
+        outputs=Schema([ColSpec("string", "label"), *outputs]),
     )
     # MLflow prints 'Registered model ... Created version ...' itself; the caller reports it.
     disable_logging()

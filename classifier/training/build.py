@@ -18,12 +18,16 @@ from classifier.pretraining.encoder_artifact import PretrainedEncoder
 
 
 def new_model(
-    cfg: Config, train_batches: tf.data.Dataset, encoder: PretrainedEncoder | None = None
+    cfg: Config,
+    train_batches: tf.data.Dataset,
+    encoder: PretrainedEncoder | None = None,
+    num_classes: int = 2,
 ) -> keras.Model:
-    """A fresh compiled classifier; a variant that learns from the training reviews before
-    training (``bow``: its idf weights) does so from ``train_batches``. With ``encoder``
-    (``model.init_from``) its embedding and encoder start from the pretrained weights."""
-    model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length)
+    """A fresh compiled classifier of ``num_classes``; a variant that learns from the training
+    reviews before training (``bow``: its idf weights) does so from ``train_batches``. With
+    ``encoder`` (``model.init_from``) its embedding and encoder start from the pretrained
+    weights."""
+    model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length, num_classes)
     if encoder is not None:
         encoder.copy_into(model)
     if prepare := variants.get(cfg.model.variant).prepare_function():

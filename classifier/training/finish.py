@@ -23,12 +23,13 @@ from classifier.evaluation.calibration import (
     Calibration,
     calibrate,
     fold_calibration,
-    head_log_odds,
+    head_logits,
 )
 from classifier.evaluation.metrics import (
     classification_metrics,
     expected_calibration_error,
     sigmoid,
+    softmax,
 )
 from classifier.models.classifier import build_end_to_end
 from classifier.runs.interrupts import deferred_interrupt
@@ -55,9 +56,10 @@ def finish_run(
     workdir: Path,
     calibration: Calibration | None = None,
     echo: Callable[[str], None] | None = None,
+    labels: tuple[str, ...] = LABELS,
 ):
-    """Calibrate, evaluate, log and register the trained ``model``; return ``(test metrics,
-    registered ModelVersion)``.
+    """Calibrate, evaluate, log and register the trained ``model`` of the classes ``labels``;
+    return ``(test metrics, registered ModelVersion)``.
 
     ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model,
     trained on the validation reviews, gets one matched to the chosen model's confidence:
@@ -70,12 +72,19 @@ def finish_run(
     else:
         fold_calibration(model, calibration)
     status(echo, "evaluating on the test reviews")
-    log_odds, labels = head_log_odds(model, data.test)  # of the head with the calibration in
-    probabilities = sigmoid(log_odds)  # what the saved (calibrated) model gives
-    uncalibrated = sigmoid(calibration.undo(log_odds))
-    metrics = classification_metrics(labels, probabilities)
-    metrics["test_ece"] = expected_calibration_error(labels, probabilities)
-    metrics["test_ece_uncalibrated"] = expected_calibration_error(labels, uncalibrated)
+    logits, truth = head_logits(model, data.test)  # of the head with the calibration in
+    if len(labels) == 2:  # P(positive), from the log-odds: exact in the tails
+        log_odds = logits[:, 1] - logits[:, 0]
+        probabilities = sigmoid(log_odds)  # what the saved (calibrated) model gives
+        uncalibrated = sigmoid(calibration.undo(log_odds))
+        predicted = probabilities >= 0.5
+    else:
+        probabilities = softmax(logits)
+        uncalibrated = softmax(logits * calibration.temperature)
+        predicted = probabilities.argmax(axis=1)
+    metrics = classification_metrics(truth, probabilities, labels)
+    metrics["test_ece"] = expected_calibration_error(truth, probabilities)
+    metrics["test_ece_uncalibrated"] = expected_calibration_error(truth, uncalibrated)
     mlflow.log_metrics(metrics)
     mlflow.log_metrics(
         {
@@ -92,17 +101,17 @@ def finish_run(
             path, progress.history, best_epoch=progress.best_epoch
         ),
         "confusion_matrix.png": lambda path: plots.plot_confusion_matrix(
-            path, labels, probabilities >= 0.5, LABELS
+            path, truth, predicted, labels
         ),
         "reliability_diagram.png": lambda path: plots.plot_reliability_diagram(
-            path, labels, {"uncalibrated": uncalibrated, _calibrated(calibration): probabilities}
+            path, truth, {"uncalibrated": uncalibrated, _calibrated(calibration): probabilities}
         ),
     }
     for name, draw in figures.items():
         mlflow.log_artifact(str(draw(workdir / name)))
 
     status(echo, "saving the model and its LiteRT bundle")
-    end_to_end = build_end_to_end(vectorizer, model)
+    end_to_end = build_end_to_end(vectorizer, model, labels)
     keras_path = workdir / "model.keras"
     end_to_end.save(keras_path)
     bundle = _write_bundle(end_to_end, workdir / BUNDLE_DIR)
@@ -114,7 +123,9 @@ def finish_run(
         name, run_id = cfg.train.registered_model, mlflow.active_run().info.run_id
         version = version_of_run(name, run_id)  # registered before a kill: kept, not repeated
         if version is None:
-            version = log_pyfunc_model(keras_path, name, EXAMPLE_REVIEWS, bundle=bundle)
+            version = log_pyfunc_model(
+                keras_path, name, EXAMPLE_REVIEWS, bundle=bundle, labels=labels
+            )
         else:
             MlflowClient().set_registered_model_alias(name, MODEL_ALIAS, version.version)
         # The time of every epoch, across resumes (epoch_time_s includes validation).

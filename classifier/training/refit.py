@@ -12,6 +12,9 @@ on the validation reviews is calibrated there (temperature and offset), its log-
 last unlabelled reviews are kept, and the refit model gets the temperature and offset that
 give it the same mean P(positive) and mean entropy on those reviews
 (:func:`~classifier.evaluation.metrics.match_temperature_and_offset`). No label is read for that.
+A user's labelled file has no unlabelled texts, and a model of more than two classes has no
+single log-odds to match: there the refit model takes the chosen model's temperature (and
+offset) as they are: the same recipe for the same number of epochs, on more texts.
 
 Example (inside a training run, after the selection phase)::
 
@@ -42,7 +45,12 @@ from classifier.data.pipeline import (
     vectorize,
 )
 from classifier.errors import TrainingDiverged
-from classifier.evaluation.calibration import Calibration, calibrate, head_log_odds
+from classifier.evaluation.calibration import (
+    Calibration,
+    calibrate,
+    head_log_odds,
+    num_classes,
+)
 from classifier.evaluation.metrics import match_temperature_and_offset
 from classifier.pretraining.encoder_artifact import PretrainedEncoder
 from classifier.runs.live import batch_progress, status
@@ -79,9 +87,9 @@ def refit(
     reviews = int(labelled.cardinality())
     status(echo, "refit: building the vocabulary and the model")
     vectorizer = encoder.vectorizer(cfg.data) if encoder else build_vectorizer(cfg.data, labelled)
-    splits = RawSplits(train=labelled, validation=raw.validation, test=raw.test)
+    splits = RawSplits(labelled, raw.validation, raw.test, raw.labels)
     data = make_datasets(cfg.data, splits, vectorizer, seed=cfg.train.seed)
-    model = new_model(cfg, data.train, encoder)
+    model = new_model(cfg, data.train, encoder, len(raw.labels))
     mlflow.log_param("data.refit_train_reviews", reviews)
     mlflow.set_tag(REFIT_TAG, "true")
     echo(f"refit: a fresh model on all {reviews:,} labelled reviews for {epochs} epochs")
@@ -130,11 +138,14 @@ class RefitTracker(keras.callbacks.Callback):
 @dataclass
 class ChosenConfidence:
     """The model chosen on the validation reviews, calibrated there, as its calibrated
-    log-odds on the last unlabelled reviews: what a refit model's calibration is matched to."""
+    log-odds on the last unlabelled reviews: what a refit model's calibration is matched to.
+    Without unlabelled reviews (a labelled file, or more than two classes) the chosen
+    calibration itself."""
 
-    unlabelled: tf.data.Dataset  # (text, -1) pairs
-    log_odds: np.ndarray  # the calibrated chosen model's, on ``unlabelled``
+    unlabelled: tf.data.Dataset | None  # (text, -1) pairs
+    log_odds: np.ndarray | None  # the calibrated chosen model's, on ``unlabelled``
     batch_size: int
+    chosen: Calibration | None = None
 
     @classmethod
     def of(
@@ -149,13 +160,19 @@ class ChosenConfidence:
         :data:`CALIBRATION_REVIEWS` unlabelled reviews."""
         status(echo, "calibrating the chosen model on the validation reviews")
         chosen = calibrate(model, validation)
+        mlflow.log_metrics(
+            {"chosen_temperature": chosen.temperature, "chosen_calibration_offset": chosen.offset}
+        )
+        if cfg.data.source is not None or num_classes(model) > 2:
+            echo(
+                f"calibration of the chosen model on the validation texts: T "
+                f"{chosen.temperature:.2f}, offset {chosen.offset:+.2f}; the refit model takes it"
+            )
+            return cls(None, None, cfg.data.batch_size, chosen)
         unlabelled, count = load_last_unlabelled(cfg.data, CALIBRATION_REVIEWS)
         batch_size = cfg.data.batch_size
         log_odds, _ = head_log_odds(model, _batches(unlabelled, vectorizer, batch_size))
         mlflow.log_params({"data.refit_calibration_reviews": count})
-        mlflow.log_metrics(
-            {"chosen_temperature": chosen.temperature, "chosen_calibration_offset": chosen.offset}
-        )
         echo(
             f"calibration of the chosen model on the validation reviews: T {chosen.temperature:.2f}"
             f", offset {chosen.offset:+.2f}; its confidence on {count:,} unlabelled reviews kept"
@@ -166,7 +183,10 @@ class ChosenConfidence:
         self, model: keras.Model, vectorizer: ReviewVectorizer, echo: Callable[[str], None]
     ) -> Calibration:
         """The temperature and offset that give the refit ``model`` (not yet calibrated) the
-        chosen model's mean P(positive) and mean entropy on the same unlabelled reviews."""
+        chosen model's mean P(positive) and mean entropy on the same unlabelled reviews (the
+        chosen model's own calibration where there are none)."""
+        if self.unlabelled is None:
+            return self.chosen
         log_odds, _ = head_log_odds(model, _batches(self.unlabelled, vectorizer, self.batch_size))
         calibration = Calibration(*match_temperature_and_offset(log_odds, self.log_odds))
         echo(

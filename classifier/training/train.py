@@ -47,6 +47,7 @@ from classifier.data.pipeline import (
 from classifier.errors import TrainingDiverged
 from classifier.models.classifier import build_classifier
 from classifier.pretraining.encoder_artifact import pretrained_encoder
+from classifier.runs.datasets import log_datasets, run_datasets
 from classifier.runs.interrupts import deferred_interrupt
 from classifier.runs.lifecycle import (
     CheckpointCallback,
@@ -142,7 +143,9 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
     )
     seed = resumed_seed(cfg.train.seed, progress.epoch)  # not epoch 1's order again
     data = make_datasets(cfg.data, raw, vectorizer, seed=seed)
-    sizes = {name: int(split.cardinality()) for name, split in vars(raw).items()}
+    splits = {"train": raw.train, "validation": raw.validation, "test": raw.test}
+    sizes = {name: int(split.cardinality()) for name, split in splits.items()}
+    classes = len(raw.labels)
 
     # 2. Model and optimizer: fresh, or the checkpoint's with its optimizer state.
     if checkpoint:
@@ -150,14 +153,16 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
         best_weights = checkpoint / "best.weights.h5"
     else:
         status(echo, "building the model")
-        model = new_model(cfg, data.train, encoder)
+        model = new_model(cfg, data.train, encoder, classes)
         best_weights = None
 
     def log_inputs() -> None:
         status(echo, "logging the run's inputs to MLflow")
         params = {f"data.{name}_reviews": size for name, size in sizes.items()}
         params["model.parameters"] = model.count_params()
+        params["data.class_names"] = json.dumps(raw.labels, ensure_ascii=False)
         log_run_inputs(cfg, vectorizer, params, {"variant": cfg.model.variant})
+        log_datasets(run_datasets(cfg.data))
         if encoder:
             encoder.log_lineage()
 
@@ -195,17 +200,31 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
                 cfg, raw, progress.best_epoch, progress.history, echo, encoder
             )
         with precision_policy(False):  # what is evaluated and saved computes in float32
-            shape = (cfg.data.vocab_size, cfg.data.sequence_length)
+            shape = (cfg.data.vocab_size, cfg.data.sequence_length, classes)
             model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
             if chosen:
                 calibration = chosen.calibration_for(model, vectorizer, echo)
             result = _evaluate_and_log(
-                cfg, model, vectorizer, data, progress, workdir, run_id, calibration, echo
+                cfg,
+                model,
+                vectorizer,
+                data,
+                progress,
+                workdir,
+                run_id,
+                calibration,
+                echo,
+                raw.labels,
             )
     m = result.test_metrics
+    scores = (
+        f"F1 {m['test_f1']:.4f}  ROC-AUC {m['test_roc_auc']:.4f}"
+        if classes == 2
+        else f"macro-F1 {m['test_macro_f1']:.4f}"
+    )
     echo(
-        f"test accuracy {m['test_accuracy']:.4f}  F1 {m['test_f1']:.4f}  "
-        f"ROC-AUC {m['test_roc_auc']:.4f}  ECE {m['test_ece']:.4f}  (best epoch {result.best_epoch} of "
+        f"test accuracy {m['test_accuracy']:.4f}  {scores}  "
+        f"ECE {m['test_ece']:.4f}  (best epoch {result.best_epoch} of "
         f"{result.epochs_run}) - run {run_id}, model {cfg.train.registered_model} "
         f"v{result.model_version}"
     )
@@ -261,10 +280,10 @@ class EpochTracker(CheckpointCallback):
 
 
 def _evaluate_and_log(
-    cfg, model, vectorizer, data, progress, workdir, run_id, calibration, echo
+    cfg, model, vectorizer, data, progress, workdir, run_id, calibration, echo, labels
 ) -> TrainResult:
     metrics, version = finish_run(
-        cfg, model, vectorizer, data, progress, workdir, calibration, echo
+        cfg, model, vectorizer, data, progress, workdir, calibration, echo, labels
     )
     return TrainResult(
         run_id=run_id,

@@ -28,7 +28,8 @@ def test_help_lists_commands_and_examples():
     assert "Usage: classify [OPTIONS] COMMAND" in result.output
     assert "data" in result.output and "Examples:" in result.output
     sub = run("data", "--help")
-    assert sub.exit_code == 0 and "Example:" in sub.output and "--data-dir" in sub.output
+    assert sub.exit_code == 0 and "Examples:" in sub.output and "--data-dir" in sub.output
+    assert "--data PATH" in sub.output
 
 
 def test_console_script_is_installed_and_runs():
@@ -174,8 +175,9 @@ def test_empty_or_malformed_values_are_usage_errors(tmp_path, monkeypatch, args,
         (
             ["data", "--set", "data.foo=1"],
             "classify: error: unknown config key 'data.foo'; data takes batch_size, "
-            "bucket_by_length, data_dir, download, sequence_length, test_size, train_size, "
-            "truncate, val_size, vocab_size",
+            "bucket_by_length, data_dir, download, label_field, labels, sequence_length, "
+            "source, test, test_fraction, test_size, text_field, train_size, truncate, "
+            "val_size, validation, validation_fraction, vocab_size",
         ),
         (
             ["train", "--set", "train.epochs=abc"],

@@ -142,3 +142,36 @@ def test_the_shared_layer_checks(tmp_path):
         expected_num_non_trainable_weights=1,
         expected_num_params=(VOCAB + 64) * 3 + 2,
     )
+
+
+def test_three_classes_are_one_vs_rest_nbsvm_per_column():
+    """Wang & Manning for several classes: column k is the binary NBSVM of class k against the
+    other classes, with its own ratios and its own normalisation."""
+    ids, _ = corpus(4, reviews=60)
+    labels = np.random.default_rng(5).integers(0, 3, size=len(ids))
+    rng = np.random.default_rng(6)
+    layer = NaiveBayesNgrams(VOCAB, BUCKETS, outputs=3, order=3)
+    layer.build(ids.shape)
+    kernel = rng.normal(size=(VOCAB + BUCKETS, 3)).astype(np.float32)
+    bias = np.array([0.3, -0.2, 0.1], dtype=np.float32)
+    layer.kernel.assign(kernel)
+    layer.bias.assign(bias)
+    counts = class_feature_counts(
+        [(ids[:30], labels[:30]), (ids[30:], labels[30:])], VOCAB, BUCKETS, 3, 3
+    )
+    assert counts.shape == (3, VOCAB + BUCKETS)
+    layer.set_ratios(*counts)
+    assert tuple(layer.ratio.shape) == (VOCAB + BUCKETS, 3)
+    got = ops.convert_to_numpy(layer(ids))
+    for k in range(3):
+        column = kernel[:, k : k + 1].astype(np.float64)
+        expected, ratios = reference(ids, (labels == k).astype(int), column, bias[k : k + 1])
+        np.testing.assert_allclose(got[:, k : k + 1], expected, rtol=1e-4, atol=1e-4)
+        layer_ratios = ops.convert_to_numpy(layer.ratio)[:, k]
+        assert {f: float(layer_ratios[f]) for f in ratios} == pytest.approx(ratios, abs=1e-5)
+
+
+def test_two_classes_keep_one_ratio_per_feature():
+    layer = NaiveBayesNgrams(VOCAB, 64, outputs=2)
+    layer.build((1, 4))
+    assert tuple(layer.ratio.shape) == (VOCAB + 64,)

@@ -20,7 +20,7 @@ from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError
 from classifier.models.classifier import build_end_to_end
 from classifier.serving.bundle import write_bundle
-from classifier.serving.keras_engine import classifier_of
+from classifier.serving.keras_engine import classifier_of, labels_of
 from classifier.serving.litert_engine import (
     MANIFEST,
     MODEL_FILE,
@@ -30,7 +30,7 @@ from classifier.serving.litert_engine import (
     is_bundle,
     load_bundle,
 )
-from classifier.serving.predict import classify_files, predict_texts
+from classifier.serving.predict import classify_files, predict_probabilities, predict_texts
 from classifier.serving.registry import load_keras_model
 from tests.conftest import ROOT
 from tests.model_helpers import NEGATIVE, POSITIVE, untrained
@@ -70,7 +70,7 @@ WEIGHT_SCALE = {"attention": 0.6, "mha": 0.3}
 
 def spread(model: keras.Model, seed: int = 0) -> keras.Model:
     """Random weights large enough that the probabilities spread over (0, 1)."""
-    classifier = model.layers[-1] if isinstance(model.layers[-1], keras.Model) else model
+    classifier = classifier_of(model) if len(model.layers) > 2 else model
     variant = classifier.name.removeprefix("imdb_")
     scale = WEIGHT_SCALE.get(variant, 1.0)
     rng = np.random.default_rng(seed)
@@ -128,6 +128,29 @@ def test_every_variant_saved_and_loaded_gives_the_keras_probabilities(variant, t
             ids[0, width // 2 :] = 0  # a padded row
             expected = classifier(ids, training=False).numpy()
             np.testing.assert_allclose(bundle.predict_ids(ids), expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", variants.names())
+def test_every_variant_of_three_classes_carries_its_names_into_the_bundle(variant, tmp_path):
+    labels = ("very bad", "so-so", "très bien")
+    model = saved_and_loaded(spread(untrained(variant, SEQUENCE_LENGTH, labels)), tmp_path)
+    assert labels_of(model) == labels
+    bundle = load_bundle(write_bundle(model, tmp_path / "bundle"))
+    assert bundle.labels == labels
+    reviews = texts()
+    for batch_size in (1, 64):
+        expected = predict_probabilities(model, reviews, batch_size)
+        actual = predict_probabilities(bundle, reviews, batch_size)
+        assert expected.shape == (len(reviews), 3)
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(expected.sum(axis=1), 1.0, atol=1e-5)
+    assert np.std(expected) > 0.02, "near-constant probabilities: a weak test"
+
+
+def test_an_imdb_model_has_no_class_names_layer_and_the_imdb_names():
+    model = untrained("attention", SEQUENCE_LENGTH)
+    assert [type(layer).__name__ for layer in model.layers][-1] == "Functional"
+    assert labels_of(model) == ("negative", "positive")
 
 
 @pytest.mark.parametrize("variant", ["attention", "encoder"])

@@ -13,6 +13,7 @@ import tensorflow_datasets as tfds
 from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import load_config
+from classifier.config.variants import SOURCE_KEYS
 from classifier.evaluation.metrics import classification_metrics, roc_auc
 from classifier.training.train import train
 from tests.conftest import fixture_data_overrides
@@ -69,12 +70,19 @@ def test_params_tags_and_metrics_are_logged(finished):
     params = run.data.params
     # The keys the encoder uses, not the n-gram or pretraining ones (those stay in config.yaml).
     flat = cfg.flat()
-    used = [key for key in flat if not key.startswith(("pretrain.", "model."))]
+    used = [
+        key
+        for key in flat
+        if not key.startswith(("pretrain.", "model.")) and key not in SOURCE_KEYS
+    ]
     used += ["model.variant", "model.num_layers", "model.position", "model.init_from"]
     for key in used:
         assert params[key] == str(flat[key]), key
     unused = ("model.ngram_buckets", "model.ngram_order", "model.l2", "pretrain.epochs")
     assert not set(unused) & set(params)
+    assert not SOURCE_KEYS & set(params)  # a labelled file's keys: IMDB reads none of them
+    assert params["data.class_names"] == '["negative", "positive"]'
+
     assert params["data.train_reviews"] == "120"
     assert params["data.validation_reviews"] == "40"
     assert params["data.test_reviews"] == "80"

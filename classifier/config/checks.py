@@ -1,0 +1,67 @@
+"""Checks of config values that need more than a type and a range: a user's data source keys
+and names MLflow would refuse. :func:`classifier.config.schema.validate` calls them; each
+raises :class:`~classifier.errors.ConfigError` naming the key.
+
+Example:
+    >>> check_model_name("train.registered_model", "imdb-sentiment")  # fine: returns None
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from classifier.errors import ConfigError
+
+
+def check_source(d: Any) -> None:
+    """The keys of a user's labelled data (``d``: the ``DataConfig``, which imports this module): only with ``data.source``, fractions that leave
+    training rows, names that are not empty."""
+    if d.source is None:
+        for key in ("validation", "test", "labels"):
+            if getattr(d, key) is not None:
+                raise ConfigError(
+                    f"data.{key} is set without data.source; it applies to a labelled file "
+                    "or folder (data.source), not to the IMDB data"
+                )
+    for key in ("source", "validation", "test", "text_field", "label_field", "labels"):
+        value = getattr(d, key)
+        if value is not None and not value.strip():
+            raise ConfigError(f"data.{key} must not be empty")
+    for key in ("validation_fraction", "test_fraction"):
+        if not 0.0 <= getattr(d, key) < 1.0:
+            raise ConfigError(f"data.{key} must be in [0, 1), got {getattr(d, key)!r}")
+    carved = (d.validation is None) * d.validation_fraction + (d.test is None) * d.test_fraction
+    if d.source is not None and carved >= 1.0:
+        raise ConfigError(
+            f"data.validation_fraction={d.validation_fraction} plus data.test_fraction="
+            f"{d.test_fraction} leaves no training rows in data.source"
+        )
+    if d.source is not None:
+        for key in ("validation", "test"):
+            fraction = getattr(d, f"{key}_fraction")
+            if getattr(d, key) is None and fraction == 0.0:
+                raise ConfigError(
+                    f"data.{key}_fraction is 0 and data.{key} is not set: a run needs "
+                    f"{key} texts; give a file (data.{key}) or a fraction of data.source"
+                )
+
+
+def check_model_name(key: str, name: str) -> None:
+    """Refuse a name MLflow would refuse to register, after training.
+
+    Mirrors ``mlflow.utils.validation._validate_model_name`` (MLflow 3.17) without importing
+    MLflow, and refuses what ``models:/NAME@ALIAS`` cannot carry (``?`` starts a query) and
+    control characters.
+    """
+    if not name.strip():
+        raise ConfigError(f"{key} must not be empty")
+    if any(char in name for char in "/:?"):
+        problem = "'/', ':' and '?' are not allowed"
+    elif name == "." or name.startswith(".."):
+        problem = "it must not be '.' or start with '..'"
+    elif any(unicodedata.category(char) == "Cc" for char in name):
+        problem = "control characters are not allowed"
+    else:
+        return
+    raise ConfigError(f"{key}={name!r} cannot be an MLflow model name: {problem}")

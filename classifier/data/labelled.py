@@ -222,7 +222,8 @@ def _origins(cfg: DataConfig, plan: Plan) -> str:
     if len(carved) == 3:
         shares = ", ".join(f"{share[name]:.0%}" for name in carved)
         return f"train, validation, test: {shares} of {cfg.source}, stratified by class"
-    whole = [f"{name} = {part.path}" for name, part in plan.parts.items() if part.rows is None]
+    given = {"train": cfg.source, "validation": cfg.validation, "test": cfg.test}
+    whole = [f"{name} = {given[name]}" for name, part in plan.parts.items() if part.rows is None]
     cut = [name for name in carved if name != "train"]
     shares = ", ".join(f"{share[name]:.0%}" for name in cut)
     tail = f"; {' and '.join(cut)}: {shares} of {cfg.source}, stratified by class" if cut else ""

@@ -102,7 +102,8 @@ def test_dry_run_counts_in_the_docs_are_the_specs_point_counts():
 
 
 def test_the_compare_example_has_the_columns_compare_prints():
-    from classifier.sweeps.compare import ComparisonRow, format_comparison
+    from classifier.sweeps.compare import ComparisonRow
+    from classifier.sweeps.table import format_comparison
 
     row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000)
     header = format_comparison([row]).splitlines()[0].split()

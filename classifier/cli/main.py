@@ -263,7 +263,10 @@ def explain(
         sys.exit(1)
     terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
     model = keras_model(model_spec)
-    from classifier.explain.explanation import explain_file, summary
+    from classifier.explain.explanation import check_two_classes, explain_file, summary
+    from classifier.serving.keras_engine import classifier_of
+
+    check_two_classes(classifier_of(model))
 
     done = explain_file(
         model,

@@ -150,6 +150,7 @@ def compare(experiment: str | None, sweep_id: str | None, output_format: str) ->
     name = experiment or Config().experiment
     reach_store(absent=f"no run {sweep_id!r}" if sweep_id else f"no experiment {name!r}")
     from classifier.sweeps import compare as comparison
+    from classifier.sweeps.table import format_comparison
 
     rows = comparison.compare(experiment=experiment, sweep_id=sweep_id)
-    terminal.out(comparison.format_comparison(rows, output_format))
+    terminal.out(format_comparison(rows, output_format))

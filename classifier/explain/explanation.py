@@ -44,7 +44,7 @@ import tensorflow as tf
 from classifier import plots
 from classifier.config import variants
 from classifier.data.pipeline import LABELS, standardize_review
-from classifier.errors import ExplainError
+from classifier.errors import ExplainError, ModelError
 from classifier.explain.views import Explanation, figure_arguments, write_html
 from classifier.layers.ngrams import ngram_features
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
@@ -117,6 +117,7 @@ def explain_text(
     if count == 0:
         raise ExplainError("no words left after standardization (nothing to explain)")
     classifier = classifier_of(model)
+    check_two_classes(classifier)
     variant = variants.variant_of_model(classifier.name)
     explains = variant.explains if variant is not None else "attention"
     branch = None  # a fused model's attention branch: its log-odds
@@ -162,6 +163,20 @@ def explain_text(
         weights=None if heads == 0 else received,
         branch_log_odds=branch,
     )
+
+
+def check_two_classes(classifier: keras.Model) -> None:
+    """Refuse a classifier of more than two classes: explain weighs words towards positive.
+
+    Raises:
+        ModelError: one line with the number of classes.
+    """
+    classes = int(classifier.outputs[0].shape[-1])
+    if classes != 2:
+        raise ModelError(
+            f"the model has {classes} classes; explain weighs words towards positive and "
+            "reads two-class models only, so far"
+        )
 
 
 def word_occlusion(

@@ -1,5 +1,5 @@
 """The comparison table: finished training runs grouped into rows (one per variant and
-settings, averaged over seeds), their labels, and the table as text, Markdown, CSV or JSON.
+settings, averaged over seeds) and their labels (:mod:`classifier.sweeps.table` formats them).
 
 Rows come from a sweep's children (``compare(sweep_id=...)``) or from every finished run of an
 experiment, sweep parents excluded (``compare(experiment=...)``). Which sizes a row shows is
@@ -8,14 +8,11 @@ asked of the variant registry.
 Example (``classify compare --experiment imdb-sweeps`` does this)::
 
     rows = compare(experiment="imdb-sweeps")
-    print(format_comparison(rows, "table"))
+    print(format_comparison(rows, "table"))  # classifier.sweeps.table
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +40,6 @@ NOT_GROUPED = ("train.seed", "data.data_dir")
 #: Every config key with its default as MLflow logs it; a run that predates a key had the default.
 DEFAULT_PARAMS = {key: str(value) for key, value in Config().flat().items()}
 CONFIG_KEYS = tuple(DEFAULT_PARAMS)
-FORMATS = ("table", "markdown", "csv", "json")
 
 
 @dataclass
@@ -60,6 +56,8 @@ class ComparisonRow:
     train_time_s: float  # mean
     parameters: int | None
     test_ece: float = math.nan  # mean expected calibration error (NaN: runs from before ECE)
+    test_macro_f1_mean: float = math.nan  # NaN: runs from before macro-F1 was logged
+    test_macro_f1_std: float = math.nan
     vs_baseline: float = math.nan  # test accuracy minus the bow baseline's, in points
     run_ids: list[str] = field(default_factory=list)
     test_accuracies: list[float] = field(default_factory=list)
@@ -74,6 +72,8 @@ class ComparisonRow:
             "best_val_accuracy": self.best_val_accuracy,
             "test_accuracy_mean": self.test_accuracy_mean,
             "test_accuracy_std": self.test_accuracy_std,
+            "test_macro_f1_mean": _none_if_nan(self.test_macro_f1_mean),
+            "test_macro_f1_std": _none_if_nan(self.test_macro_f1_std),
             "test_ece": None if math.isnan(self.test_ece) else self.test_ece,
             "test_accuracy_vs_bow": None if math.isnan(self.vs_baseline) else self.vs_baseline,
             "epochs": self.epochs,
@@ -93,7 +93,7 @@ def compare(experiment: str | None = None, sweep_id: str | None = None) -> list[
     Example (an MLflow store with that experiment)::
 
         rows = compare(experiment="imdb-sweeps")
-        print(format_comparison(rows, "table"))
+        rows[0].test_accuracy_mean  # 0.9182
     """
     uri = configure_tracking()
     client = MlflowClient()
@@ -160,6 +160,7 @@ def compare_runs(
         members.sort(key=lambda run: _seed(run.data.params))
         histories = [metric_history(client, run.info.run_id, "val_accuracy") for run in members]
         test = [run.data.metrics["test_accuracy"] for run in members]
+        macro_f1 = [run.data.metrics.get("test_macro_f1", math.nan) for run in members]
         epochs = [
             len(history) or run.data.metrics.get("best_epoch", 0)
             for run, history in zip(members, histories, strict=True)
@@ -178,6 +179,8 @@ def compare_runs(
                 epochs=float(np.mean(epochs)),
                 train_time_s=_mean(run.data.metrics.get("train_time_s") for run in members),
                 test_ece=_mean(run.data.metrics.get("test_ece") for run in members),
+                test_macro_f1_mean=float(np.mean(macro_f1)),
+                test_macro_f1_std=float(np.std(macro_f1)),
                 parameters=int(parameters) if parameters and parameters.isdigit() else None,
                 run_ids=[run.info.run_id for run in members],
                 test_accuracies=test,
@@ -267,106 +270,6 @@ def key_params(params: Mapping[str, Any]) -> str:
 #: strongest bag of n-grams by validation accuracy.
 BASELINES = ("bow", "nbow")
 
-COLUMNS = (
-    "variant",
-    "seeds",
-    "key params",
-    "best val acc",
-    "test acc",
-    "vs bow (pts)",
-    "test ECE",
-    "epochs",
-    "train time (s)",
-    "params",
-)
-CSV_COLUMNS = (
-    "variant",
-    "seeds",
-    "key_params",
-    "best_val_accuracy",
-    "test_accuracy_mean",
-    "test_accuracy_std",
-    "test_accuracy_vs_bow",
-    "test_ece",
-    "epochs",
-    "train_time_s",
-    "parameters",
-)
-_TEXT_COLUMNS = 3  # left-aligned; the numbers are right-aligned
-
-
-def format_comparison(rows: Sequence[ComparisonRow], fmt: str = "table") -> str:
-    """The comparison table as ``table`` (aligned text), ``markdown``, ``csv`` or ``json``.
-
-    Example:
-        >>> row = ComparisonRow("encoder", [1, 2], "d=16", 0.88, 0.871, 0.002, 7.0, 370.0, 171_000,
-        ...     test_ece=0.012)
-        >>> print(format_comparison([row], "markdown"))  # doctest: +NORMALIZE_WHITESPACE
-        | variant | seeds | key params | best val acc | test acc | vs bow (pts) | test ECE | epochs
-          | train time (s) | params |
-        | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
-        | encoder | 1,2 | d=16 | 0.8800 | 0.8710 ± 0.0020 | | 0.0120 | 7.0 | 370.0 | 171,000 |
-    """
-    if fmt == "json":
-        return json.dumps([row.to_json() for row in rows], indent=2)
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            writer.writerow(
-                [
-                    row.variant,
-                    _seeds(row.seeds),
-                    row.key_params,
-                    _round(row.best_val_accuracy),
-                    _round(row.test_accuracy_mean),
-                    _round(row.test_accuracy_std),
-                    "" if math.isnan(row.vs_baseline) else _round(row.vs_baseline),
-                    "" if math.isnan(row.test_ece) else _round(row.test_ece),
-                    _round(row.epochs),
-                    _round(row.train_time_s),
-                    "" if row.parameters is None else row.parameters,
-                ]
-            )
-        return buffer.getvalue().rstrip("\n")
-    cells = [_cells(row) for row in rows]
-    if fmt == "markdown":
-        align = ["---"] * _TEXT_COLUMNS + ["---:"] * (len(COLUMNS) - _TEXT_COLUMNS)
-        lines = [_markdown_row(COLUMNS), _markdown_row(align)]
-        lines += [_markdown_row(row) for row in cells]
-        return "\n".join(lines)
-    if fmt == "table":
-        widths = [max(len(str(r[i])) for r in [COLUMNS, *cells]) for i in range(len(COLUMNS))]
-        lines = []
-        for row in [COLUMNS, *cells]:
-            parts = [
-                f"{cell:<{width}}" if i < _TEXT_COLUMNS else f"{cell:>{width}}"
-                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-            ]
-            lines.append("  ".join(parts).rstrip())
-        return "\n".join(lines)
-    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-
-
-def _cells(row: ComparisonRow) -> tuple[str, ...]:
-    return (
-        row.variant,
-        _seeds(row.seeds),
-        row.key_params,
-        f"{row.best_val_accuracy:.4f}",
-        f"{row.test_accuracy_mean:.4f} ± {row.test_accuracy_std:.4f}",
-        "" if math.isnan(row.vs_baseline) else f"{row.vs_baseline:+.2f}",
-        "" if math.isnan(row.test_ece) else f"{row.test_ece:.4f}",
-        f"{row.epochs:.1f}",
-        f"{row.train_time_s:.1f}",
-        "" if row.parameters is None else f"{row.parameters:,}",
-    )
-
-
-def _markdown_row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
-
 
 def params_of(config: Config) -> dict[str, str]:
     """A config as the params MLflow logs for it (every value a string)."""
@@ -380,14 +283,10 @@ def _seed(params: Mapping[str, Any]) -> int:
         return 0
 
 
-def _seeds(seeds: Sequence[int]) -> str:
-    return ",".join(str(seed) for seed in seeds)
-
-
 def _mean(values: Iterable[float | None]) -> float:
     present = [value for value in values if value is not None]
     return float(np.mean(present)) if present else float("nan")
 
 
-def _round(value: float) -> float:
-    return round(value, 6)
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value

@@ -44,7 +44,7 @@ from classifier.runs.tracking import (
     sweep_children,
 )
 from classifier.sweeps import queue
-from classifier.sweeps.compare import ComparisonRow, compare_runs, format_comparison
+from classifier.sweeps.compare import ComparisonRow, compare_runs
 from classifier.sweeps.points import train_point
 from classifier.sweeps.spec import (
     SweepPoint,
@@ -63,6 +63,7 @@ from classifier.sweeps.storage import (
     taken_over,
 )
 from classifier.sweeps.summary import log_search, log_summary
+from classifier.sweeps.table import format_comparison
 
 #: How many times a point that fails by itself is tried again before it is shown as failed.
 MAX_RETRIES = 2

@@ -17,7 +17,8 @@ from pathlib import Path
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from classifier.sweeps.compare import ComparisonRow, format_comparison
+from classifier.sweeps.compare import ComparisonRow
+from classifier.sweeps.table import format_comparison
 
 
 def log_summary(rows: list[ComparisonRow], client: MlflowClient) -> ComparisonRow | None:

@@ -210,3 +210,14 @@ def test_evaluate_runs_without_tensorflow(three_classes, tmp_path):
     )  # fmt: skip
     assert done.stderr == "[]\n"
     assert done.stdout.startswith(f"{NAME} v")
+
+
+def test_explain_refuses_a_model_of_three_classes_in_one_line(three_classes, tmp_path):
+    review = tmp_path / "review.txt"
+    review.write_text("a superb film")
+    done = classify("explain", "--model", f"models:/{NAME}@newest", str(review))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "classify: error: the model has 3 classes; explain weighs words towards positive and "
+        "reads two-class models only, so far\n"
+    )

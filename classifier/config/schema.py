@@ -124,7 +124,9 @@ class ModelConfig:
     ngram_buckets: int = 2**20  # hashed n-grams of "bow" (pairs), "nbow" and "nbow_attention"
     ngram_order: int = 3  # the longest n-gram of variants "nbow" and "nbow_attention" (1 to 3)
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
-    init_from: str | None = None  # variant "encoder": a pretrained encoder (models:/, runs:/, path)
+    init_from: str | None = (
+        None  # a pretrained encoder or a trained classifier (models:/, runs:/, path)
+    )
 
 
 @dataclass

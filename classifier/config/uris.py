@@ -112,18 +112,15 @@ def check_store_uri(uri: str, origin: str = "") -> str:
 
 
 def check_init_from(value: str, variant: str) -> None:
-    """Check ``model.init_from``: a pretrained encoder's model URI, for variant ``encoder``.
+    """Check ``model.init_from``'s form: a path or model URI of a pretrained encoder (for
+    variant ``encoder``) or of a trained classifier (any variant; what it holds is checked
+    when the run loads it).
 
     Example:
         >>> check_init_from("models:/imdb-encoder@newest", "encoder")  # fine: nothing happens
     """
     if not value.strip():
-        raise ConfigError("model.init_from must not be empty (null: no pretrained encoder)")
-    if variant != "encoder":
-        raise ConfigError(
-            f"model.init_from loads a pretrained encoder into variant encoder, not "
-            f"model.variant={variant!r}"
-        )
+        raise ConfigError("model.init_from must not be empty (null: start from scratch)")
     try:
         model_uri(value, "model.init_from")
     except ModelError as error:

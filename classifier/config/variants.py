@@ -103,6 +103,8 @@ def used_params(flat: Mapping[str, Any], pretraining: bool = False) -> dict[str,
     """
     variant = "encoder" if pretraining else str(flat.get("model.variant"))
     model_keys = {"model.variant", *get(variant).keys} if variant in _VARIANTS else set(flat)
+    if flat.get("model.init_from") is not None:  # transfer: any variant may start from a model
+        model_keys.add("model.init_from")
     sections = ("experiment", "data.", "train.", *(("pretrain.",) if pretraining else ()))
     # IMDB's keys, or those of a labelled file (data.source): the other source ignores them.
     unused = IMDB_KEYS if flat.get("data.source") is not None else SOURCE_KEYS

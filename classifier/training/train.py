@@ -46,7 +46,6 @@ from classifier.data.pipeline import (
 )
 from classifier.errors import TrainingDiverged
 from classifier.models.classifier import build_classifier
-from classifier.pretraining.encoder_artifact import pretrained_encoder
 from classifier.runs.datasets import log_datasets, run_datasets
 from classifier.runs.interrupts import deferred_interrupt
 from classifier.runs.lifecycle import (
@@ -63,6 +62,7 @@ from classifier.runs.resume import PROGRESS_FILE
 from classifier.training.build import new_model
 from classifier.training.finish import finish_run
 from classifier.training.refit import ChosenConfidence, refit
+from classifier.training.transfer import starting_point
 
 
 @dataclass
@@ -125,7 +125,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
     # resumed run has them in its checkpoint; only a refit starts from the encoder again).
     status(echo, "loading the reviews")
     raw = load_raw_splits(cfg.data)
-    encoder = pretrained_encoder(cfg) if not checkpoint or cfg.train.refit else None
+    encoder = starting_point(cfg) if not checkpoint or cfg.train.refit else None
     if checkpoint:
         vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
         vectorizer = ReviewVectorizer(

@@ -30,11 +30,10 @@ from classifier.config.schema import Config, ConfigError, load_config
             "pretrain.registered_model=a/b",
             "pretrain.registered_model='a/b' cannot be an MLflow model name",
         ),
-        ("model.init_from=''", "model.init_from must not be empty (null: no pretrained encoder)"),
+        ("model.init_from=''", "model.init_from must not be empty (null: start from scratch)"),
         (
-            "model.init_from=models:/imdb-encoder@newest",
-            "model.init_from loads a pretrained encoder into variant encoder, not "
-            "model.variant='attention'",
+            "model.init_from=ftp://host/model",
+            "model.init_from 'ftp://host/model': unsupported scheme 'ftp:'",
         ),
     ],
 )

@@ -13,10 +13,10 @@ ifneq ($(wildcard ../shared/tensorflow_datasets),)
 export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
 endif
 
-.PHONY: help install install-gpu train pretrain test lint format sweep server server-stop ui predict bench clean
+.PHONY: help install install-gpu train sst5 pretrain test lint format sweep server server-stop ui predict bench clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 # The GPU build of TensorFlow (Linux, NVIDIA driver): `make install-gpu` swaps it in for
 # tensorflow-cpu (which never uses a GPU) and leaves $(GPU_STAMP), so reinstalls keep it.
@@ -42,6 +42,11 @@ install-gpu: $(STAMP) ## Swap in GPU TensorFlow (Linux + NVIDIA driver); trainin
 
 train: $(STAMP) ## Train the best model by validation on the full IMDB data (CONFIG=configs/train.yaml: nbow)
 	$(BIN)/classify train --config $(CONFIG)
+
+sst5: $(STAMP) ## Train SST-5's recipe (configs/sst5.yaml) and the IMDB attention model it starts from
+	$(BIN)/classify train --config configs/variants/attention.yaml --set train.refit=false \
+		--set train.registered_model=imdb-attention --set experiment=transfer-sources
+	$(BIN)/classify train --config configs/sst5.yaml
 
 PRETRAIN_CONFIG ?= configs/pretrain.yaml
 

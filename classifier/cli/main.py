@@ -36,7 +36,8 @@ from classifier.cli.sweeping import compare, sweep
 @click.version_option(package_name="imdb-classifier")
 @click.option("-v", "--verbose", is_flag=True, help="Show TensorFlow's logs (CLASSIFY_VERBOSE=1).")
 def cli(verbose: bool) -> None:
-    """Train, compare and serve Transformer sentiment classifiers for IMDB reviews.
+    """Train, compare and serve Transformer sentiment classifiers: IMDB reviews, or your own
+    labelled texts with any number of classes.
 
     \b
     Examples:
@@ -176,10 +177,12 @@ def predict(
     threshold: float,
     batch_size: int,
 ) -> None:
-    """Classify reviews in FILE... (- for stdin) as positive or negative.
+    """Classify reviews in FILE... (- for stdin) as positive or negative, or into the classes
+    of a model trained on your own labels.
 
     Prints per review its source (file, or file:line with --per-line), the label and the
-    probability of positive. A bad input gets one line on stderr and the others are still
+    probability of positive (of the label, for more than two classes; JSON and CSV give every
+    class's). A bad input gets one line on stderr and the others are still
     classified; the exit code is then 1 (2 for a usage error or no usable model).
 
     \b

@@ -30,6 +30,8 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
 )
 from classifier.cli.startup import check_model, import_tensorflow, keras_model
 from classifier.cli.sweeping import compare, sweep
+from classifier.config.schema import load_config
+from classifier.errors import UserError
 
 
 @click.group(cls=ClassifyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,6 +137,11 @@ def pretrain(
       classify pretrain --config configs/pretrain-smoke.yaml --set pretrain.objective=span
       classify pretrain --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
     """
+    if resume is None and load_config(config_path, overrides).data.source is not None:
+        raise UserError(
+            "classify pretrain reads IMDB's unlabelled reviews; data.source (your labelled "
+            "texts) is for classify train"
+        )
     cfg = resumable_config(config_path, overrides, data_dir, resume)
     from classifier.pretraining.pretrain import pretrain as run_pretraining
 

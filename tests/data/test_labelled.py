@@ -145,3 +145,13 @@ def test_the_stratified_assignment_is_exact_per_class(tmp_path):
     assert counts["validation"].tolist() == [6, 6, 6]
     assert counts["test"].tolist() == [3, 3, 3]
     assert counts["train"].tolist() == [21, 21, 21]
+
+
+def test_pretrain_refuses_a_labelled_source_in_one_line(tmp_path):
+    path = write_csv(tmp_path / "reviews.csv", labelled_rows(30))
+    done = classify("pretrain", "--set", f"data.source={path}")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "classify: error: classify pretrain reads IMDB's unlabelled reviews; data.source (your "
+        "labelled texts) is for classify train\n"
+    )

@@ -16,13 +16,9 @@ from mlflow.tracking import MlflowClient
 
 import classifier.training.train as training
 from classifier.config.variants import used_params
-from classifier.sweeps.compare import (
-    COLUMNS,
-    CSV_COLUMNS,
-    compare,
-    format_comparison,
-)
+from classifier.sweeps.compare import compare
 from classifier.sweeps.spec import expand, load_spec, spec_hash
+from classifier.sweeps.table import COLUMNS, CSV_COLUMNS, format_comparison
 from tests.sweep_helpers import EPOCHS, EXPERIMENT, invoke
 
 
@@ -210,12 +206,14 @@ def test_compare_markdown(parent):
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert lines[0] == "| " + " | ".join(COLUMNS) + " |"
-    assert lines[1] == "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    assert lines[1] == "| --- | --- | --- |" + " ---: |" * 8
     cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
     assert cells[:3] == ["attention", "1,2", "d=16 pos=none"]
     mean, std = cells[4].split(" ± ")
     assert float(mean) >= 0 and float(std) >= 0
-    assert 0 <= float(cells[6]) <= 1  # test ECE, mean over the seeds
+    f1_mean, f1_std = cells[5].split(" ± ")  # test macro-F1
+    assert 0 <= float(f1_mean) <= 1 and float(f1_std) >= 0
+    assert 0 <= float(cells[7]) <= 1  # test ECE, mean over the seeds
 
 
 def test_compare_csv(parent):

@@ -62,40 +62,45 @@ def tfidf_lr(data, seed: int) -> dict:
     return _scores(y_dev, predicted, seconds, f"C={best[1]:g}", best[0])
 
 
+def _fasttext_file(texts: list[str], labels: list[int], workdir: Path) -> Path:
+    """The training texts in fastText's format: ``__label__K word word ...`` per line."""
+    path = workdir / "train.txt"
+    lines = (
+        f"__label__{label} {' '.join(text.split())}\n"
+        for text, label in zip(texts, labels, strict=True)
+    )
+    path.write_text("".join(lines))
+    return path
+
+
+def _fasttext_predict(model, texts: list[str]) -> list[int]:
+    labels, _ = model.predict([" ".join(text.split()) for text in texts])
+    return [int(label[0].removeprefix("__label__")) for label in labels]
+
+
 def fasttext_runs(data, seed: int, workdir: Path) -> dict:
     """fastText supervised: epochs, word n-grams and learning rate chosen on validation."""
     import fasttext
 
     (train, y), (val, y_val), (dev, y_dev) = data["train"], data["validation"], data["test"]
-    path = workdir / "train.txt"
-    path.write_text(
-        "".join(
-            f"__label__{label} {' '.join(text.split())}\n"
-            for text, label in zip(train, y, strict=True)
-        )
-    )
+    path = _fasttext_file(train, y, workdir)
 
     def fit(epoch: int, ngrams: int, lr: float):
         return fasttext.train_supervised(
             str(path), epoch=epoch, wordNgrams=ngrams, lr=lr, dim=50, seed=seed, thread=2, verbose=0
         )
 
-    def predict(model, texts):
-        labels, _ = model.predict([" ".join(text.split()) for text in texts])
-        return [int(label[0].removeprefix("__label__")) for label in labels]
-
     best = None
     for epoch, ngrams, lr in itertools.product((5, 10, 25), (1, 2, 3), (0.1, 0.5)):
-        accuracy = accuracy_score(y_val, predict(fit(epoch, ngrams, lr), val))
+        accuracy = accuracy_score(y_val, _fasttext_predict(fit(epoch, ngrams, lr), val))
         if best is None or accuracy > best[0]:
             best = (accuracy, (epoch, ngrams, lr))
     started = time.perf_counter()
     model = fit(*best[1])
     seconds = time.perf_counter() - started
     epoch, ngrams, lr = best[1]
-    return _scores(
-        y_dev, predict(model, dev), seconds, f"epoch={epoch} wordNgrams={ngrams} lr={lr}", best[0]
-    )
+    setting = f"epoch={epoch} wordNgrams={ngrams} lr={lr}"
+    return _scores(y_dev, _fasttext_predict(model, dev), seconds, setting, best[0])
 
 
 def fasttext_fixed(data, seed: int, workdir: Path) -> dict:
@@ -104,25 +109,15 @@ def fasttext_fixed(data, seed: int, workdir: Path) -> dict:
     import fasttext
 
     (train, y), (val, y_val), (dev, y_dev) = data["train"], data["validation"], data["test"]
-    path = workdir / "train.txt"
-    path.write_text(
-        "".join(
-            f"__label__{label} {' '.join(text.split())}\n"
-            for text, label in zip(train, y, strict=True)
-        )
-    )
+    path = _fasttext_file(train, y, workdir)
     started = time.perf_counter()
     model = fasttext.train_supervised(
         str(path), epoch=5, wordNgrams=3, seed=seed, thread=2, verbose=0
     )
     seconds = time.perf_counter() - started
-
-    def predict(texts):
-        labels, _ = model.predict([" ".join(text.split()) for text in texts])
-        return [int(label[0].removeprefix("__label__")) for label in labels]
-
-    validation = accuracy_score(y_val, predict(val))
-    return _scores(y_dev, predict(dev), seconds, "epoch=5 wordNgrams=3 (fixed)", validation)
+    validation = accuracy_score(y_val, _fasttext_predict(model, val))
+    setting = "epoch=5 wordNgrams=3 (fixed)"
+    return _scores(y_dev, _fasttext_predict(model, dev), seconds, setting, validation)
 
 
 def _scores(truth, predicted, seconds: float, setting: str, validation: float) -> dict:

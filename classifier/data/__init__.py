@@ -1,6 +1,8 @@
-"""The reviews: finding and loading the prepared TFDS copy (``source``), the train/validation/test
-splits, the vectorizer and the tf.data pipelines (``pipeline``), and the plain-Python tokenizer
-that serving uses without TensorFlow (``tokenizer``).
+"""The texts: finding and loading the prepared TFDS copy of IMDB (``source``), a user's labelled
+files and class folders read streamed without TensorFlow (``files``) and planned into splits
+with their class names (``labelled``), the train/validation/test splits of either, the
+vectorizer and the tf.data pipelines (``pipeline``), and the plain-Python tokenizer that serving
+uses without TensorFlow (``tokenizer``).
 
 It may import :mod:`classifier.errors` and :mod:`classifier.config`.
 """

@@ -1,5 +1,6 @@
 """From-scratch Transformer building blocks, the masked-language-model head of pretraining,
-and the bags of n-grams of the ``bow`` and ``nbow`` baselines (Keras 3 layers, ``keras.ops`` only)."""
+the bags of n-grams of the ``bow`` and ``nbow`` baselines, and the class names a saved model
+carries (Keras 3 layers, ``keras.ops`` only)."""
 
 from classifier.layers.attention import (
     MaskedAttention,

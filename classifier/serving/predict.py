@@ -96,7 +96,7 @@ class Prediction:
     probabilities: dict[str, float] | None = None
 
     @property
-    def shown_probability(self) -> float:
+    def table_probability(self) -> float:
         """What the table shows: P(positive), or the probability of the most likely class."""
         if self.probabilities is None:
             return self.positive_probability
@@ -221,7 +221,7 @@ def format_predictions(
             if index == 0:
                 yield f"{'label':<{width}}  {title:>11}  {'known':>5}  source"
             known = f"{p.known_share:.0%}"
-            shown = shown_probability(p.shown_probability)
+            shown = shown_probability(p.table_probability)
             yield f"{p.label:<{width}}  {shown:>11}  {known:>5}  {p.source}"
     elif output_format == "json":
         yield "["

@@ -36,10 +36,9 @@ from classifier.evaluation.metrics import (
 )
 from classifier.serving.predict import (
     DEFAULT_BATCH_SIZE,
-    MIN_KNOWN_SHARE,
-    MIN_KNOWN_WORDS,
     labels_of,
     predict_probabilities,
+    too_few_known,
     word_counts,
 )
 
@@ -115,7 +114,7 @@ def evaluate_file(
         nonlocal unknown
         chunks.append(predict_probabilities(model, texts, batch_size))
         known, words = word_counts(model, texts)
-        unknown += int(np.sum((known < MIN_KNOWN_WORDS) | (known < MIN_KNOWN_SHARE * words)))
+        unknown += int(np.sum(too_few_known(known, words)))
         texts.clear()
 
     for record in files.records(source, text_field, label_field):

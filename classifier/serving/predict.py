@@ -103,6 +103,18 @@ class Prediction:
         return max(self.probabilities.values(), default=float("nan"))
 
 
+def too_few_known(known, words):
+    """Whether the vocabulary knows too few of a review's ``words`` to judge it (fewer than
+    :data:`MIN_KNOWN_WORDS`, or a smaller share than :data:`MIN_KNOWN_SHARE`): one review's
+    counts, or arrays of them.
+
+    Example:
+        >>> too_few_known(1, 1), too_few_known(3, 10), too_few_known(np.array([5, 1]), 5).tolist()
+        (True, True, [False, True])
+    """
+    return (known < MIN_KNOWN_WORDS) | (known < MIN_KNOWN_SHARE * words)
+
+
 def judge(probability: float, known: int, words: int, threshold: float = DEFAULT_THRESHOLD) -> str:
     """The label of a review: ``unknown`` when the vocabulary knows too few of its ``words``
     (see :data:`MIN_KNOWN_WORDS`), else ``positive`` when ``probability >= threshold``.
@@ -111,7 +123,7 @@ def judge(probability: float, known: int, words: int, threshold: float = DEFAULT
         >>> judge(0.93, known=5, words=5), judge(0.91, known=1, words=1), judge(0.2, 3, 10)
         ('positive', 'unknown', 'unknown')
     """
-    if known < MIN_KNOWN_WORDS or known < MIN_KNOWN_SHARE * words:
+    if too_few_known(known, words):
         return UNKNOWN
     return LABELS[1] if probability >= threshold else LABELS[0]
 
@@ -126,9 +138,29 @@ def judge_classes(
         >>> judge_classes(np.array([0.2, 0.5, 0.3]), ("bad", "fine", "good"), known=4, words=4)
         'fine'
     """
-    if known < MIN_KNOWN_WORDS or known < MIN_KNOWN_SHARE * words:
+    if too_few_known(known, words):
         return UNKNOWN
     return labels[int(np.argmax(probabilities))]
+
+
+def label_of(
+    probabilities: np.ndarray,
+    labels: tuple[str, ...],
+    known: int,
+    words: int,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> str:
+    """The label of one review from its class probabilities: :func:`judge` for two classes
+    (under the model's own names for them), :func:`judge_classes` for more.
+
+    Example:
+        >>> label_of(np.array([0.1, 0.9]), ("ham", "spam"), known=4, words=4)
+        'spam'
+    """
+    if len(labels) > 2:
+        return judge_classes(probabilities, labels, known, words)
+    label = judge(float(probabilities[-1]), known, words, threshold)
+    return label if label == UNKNOWN else labels[LABELS.index(label)]
 
 
 def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -174,13 +206,10 @@ def classify(
         known, words = word_counts(model, texts)
         for review, row, k, n in zip(chunk, probabilities, known, words, strict=True):
             share = float(k) / max(int(n), 1)
+            label = label_of(row, labels, int(k), int(n), threshold)
             if len(labels) == 2:
-                label = judge(float(row[-1]), int(k), int(n), threshold)
-                if labels != LABELS and label != UNKNOWN:
-                    label = labels[LABELS.index(label)]
                 yield Prediction(review.source, label, float(row[-1]), share)
             else:
-                label = judge_classes(row, labels, int(k), int(n))
                 by_class = dict(zip(labels, row.astype(float).tolist(), strict=True))
                 yield Prediction(review.source, label, float("nan"), share, by_class)
 

@@ -17,11 +17,9 @@ import mlflow
 import numpy as np
 import pandas as pd
 
-from classifier.config.schema import LABELS
 from classifier.serving.litert_engine import load_bundle
 from classifier.serving.predict import (
-    judge,
-    judge_classes,
+    label_of,
     labels_of,
     predict_probabilities,
     word_counts,
@@ -61,21 +59,18 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         known, words = word_counts(self._model, texts)
         known_share = (known / np.maximum(words, 1)).astype(float)
         labels = labels_of(self._model)
+        answers = [
+            label_of(row, labels, int(k), int(n))
+            for row, k, n in zip(probabilities, known, words, strict=True)
+        ]
         if len(labels) == 2:
-            positive = probabilities[:, -1].tolist()
-            answers = [judge(*row) for row in zip(positive, known, words, strict=True)]
-            names = dict(zip(LABELS, labels, strict=True))
             return pd.DataFrame(
                 {
-                    "label": [names.get(answer, answer) for answer in answers],
-                    "positive_probability": positive,
+                    "label": answers,
+                    "positive_probability": probabilities[:, -1].tolist(),
                     "known_share": known_share,
                 }
             )
-        answers = [
-            judge_classes(row, labels, int(k), int(n))
-            for row, k, n in zip(probabilities, known, words, strict=True)
-        ]
         return pd.DataFrame(
             {
                 "label": answers,

@@ -23,24 +23,21 @@ from mlflow.data.http_dataset_source import HTTPDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 
 from classifier.config.schema import DataConfig
+from classifier.runs.resume import file_sha256
 
 TFDS_CATALOGUE = "https://www.tensorflow.org/datasets/catalog/"
 DIGEST_LENGTH = 16  # hex digits: MLflow shows short digests
-BLOCK = 1 << 20
 
 
 def file_digest(path: str | Path) -> str:
     """The SHA-256 (first :data:`DIGEST_LENGTH` hex digits) of a file's bytes, or of a folder's
-    files (relative paths and bytes, in sorted order), read a block at a time."""
+    files: their relative paths and the SHA-256 of each, in sorted order."""
     path = Path(path)
+    if path.is_file():
+        return file_sha256(path)[:DIGEST_LENGTH]
     digest = hashlib.sha256()
-    paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for item in paths:
-        if item != path:
-            digest.update(str(item.relative_to(path)).encode() + b"\0")
-        with item.open("rb") as file:
-            while block := file.read(BLOCK):
-                digest.update(block)
+    for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(f"{item.relative_to(path)}\0{file_sha256(item)}\n".encode())
     return digest.hexdigest()[:DIGEST_LENGTH]
 
 

@@ -48,14 +48,15 @@ def log_checkpoint(folder: Path, artifact_path: str, epoch: int) -> None:
     """
     slot = f"{artifact_path}/{SLOTS[epoch % 2]}"
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != MANIFEST_FILE)
-    manifest = {"epoch": epoch, "files": {path.name: _sha256(path) for path in files}}
+    manifest = {"epoch": epoch, "files": {path.name: file_sha256(path) for path in files}}
     for path in files:
         mlflow.log_artifact(str(path), slot)
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest, sort_keys=True))
     mlflow.log_artifact(str(folder / MANIFEST_FILE), slot)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes (hex), read a megabyte at a time."""
     digest = hashlib.sha256()
     with path.open("rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -76,7 +77,7 @@ def whole_epoch(folder: Path) -> int | None:
         return None
     for name, digest in files.items():
         path = folder / name
-        if not path.is_file() or _sha256(path) != digest:
+        if not path.is_file() or file_sha256(path) != digest:
             return None
     for path in folder.iterdir():
         if path.name not in files and path.name != MANIFEST_FILE:

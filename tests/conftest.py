@@ -101,6 +101,20 @@ _INFO = {
 }
 
 
+@pytest.fixture(autouse=True)
+def verbose_setting_restored():
+    """Put ``CLASSIFY_VERBOSE`` back after each test: an in-process ``classify -v`` sets it in
+    ``os.environ`` (what :func:`classifier.cli.startup.import_tensorflow` reads), and every
+    ``classify`` subprocess a later test of the same worker starts would inherit it and print
+    TensorFlow's start-up lines."""
+    before = os.environ.get("CLASSIFY_VERBOSE")
+    yield
+    if before is None:
+        os.environ.pop("CLASSIFY_VERBOSE", None)
+    else:
+        os.environ["CLASSIFY_VERBOSE"] = before
+
+
 @pytest.fixture(scope="session")
 def fixture_data_dir(tmp_path_factory) -> Path:
     """A TFDS data dir holding a tiny imdb_reviews: train 160 (120 + 40), test 80, unsupervised 10."""

@@ -103,8 +103,9 @@ def data_option(command: Callable) -> Callable:
         metavar="PATH",
         callback=checked,
         help="Your labelled texts instead of IMDB: a CSV, TSV, JSON Lines or Parquet file with "
-        "'text' and 'label' columns, or a folder with one sub-folder per class (data.source; "
-        "--set data.text_field=... names other columns).",
+        "'text' and 'label' columns, a folder with one sub-folder per class, or a TFDS data set "
+        "by name, tfds:NAME[:SPLIT] (data.source; --set data.text_field=... names other "
+        "columns or features).",
     )(command)
 
 
@@ -121,7 +122,12 @@ def resolve_config(
         config.data.data_dir = data_dir
     if config.data.source is not None:
         from classifier.data.labelled import plan_splits
+        from classifier.data.named import is_named
 
+        if any(map(is_named, (config.data.source, config.data.validation, config.data.test))):
+            from classifier.cli.startup import import_tensorflow
+
+            import_tensorflow()  # TFDS reads a named data set: without TensorFlow's lines
         plan_splits(config.data)
     return config
 

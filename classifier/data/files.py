@@ -4,7 +4,8 @@ suffix names the format, :data:`FORMATS`) or a folder laid out as Keras'
 (:func:`records`), the one checking and counting pass (:func:`scan`), the class order
 (:func:`class_names`) and the stratified train/validation/test split (:func:`split_assignment`).
 Bad input is a :class:`~classifier.errors.DataError`, one line naming the file and the line, row
-or text file. No TensorFlow; pyarrow only to read Parquet, imported then.
+or text file. No TensorFlow; pyarrow only to read Parquet, imported then. A TFDS data set by
+name (``tfds:NAME``) is read through :mod:`classifier.data.named`, with TensorFlow.
 
 Example:
     >>> class_names({"2": 40, "10": 7, "1": 12})
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from classifier.data import named
 from classifier.errors import DataError, first_line
 
 FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl",
@@ -62,8 +64,8 @@ class Scan:
 
 
 def source_format(path: Source) -> str:
-    """The format of a source: ``csv``, ``tsv``, ``jsonl``, ``parquet`` or ``folder``; a
-    DataError when the path does not exist or its suffix names no format.
+    """The format of a source: ``csv``, ``tsv``, ``jsonl``, ``parquet``, ``folder`` or ``tfds``
+    (a TFDS data set by name, :mod:`classifier.data.named`); a DataError when the path does not exist or its suffix names no format.
 
     Example:
         >>> source_format("no/such/reviews.csv")
@@ -71,6 +73,8 @@ def source_format(path: Source) -> str:
         classifier.errors.DataError: data file no/such/reviews.csv not found
     """
     raw, suffix = os.fspath(path), Path(path).suffix
+    if named.is_named(raw):
+        return "tfds"
     if Path(path).is_dir():
         return "folder"
     if not Path(path).exists():
@@ -215,12 +219,19 @@ def split_assignment(
 def _name(path: Source) -> str:
     """The source as messages name it: as given, a folder with a trailing '/'."""
     raw = os.fspath(path)
-    return raw if not Path(path).is_dir() or raw.endswith(("/", os.sep)) else raw + "/"
+    return (
+        raw
+        if named.is_named(raw) or not Path(path).is_dir() or raw.endswith(("/", os.sep))
+        else raw + "/"
+    )
 
 
 def _rows(path: Source, text: str, label: str) -> Iterator[Row]:
     """The source's rows, not yet checked for emptiness; its format is checked now."""
-    fmt, name, path = source_format(path), _name(path), Path(path)
+    fmt, name = source_format(path), _name(path)
+    if fmt == "tfds":
+        return named.tfds_rows(name, text, label)
+    path = Path(path)
     read = {"folder": _folder_rows, "jsonl": _jsonl_rows, "parquet": _parquet_rows}.get(fmt)
     return (read or _delimited_rows)(path, name, text, label, "\t" if fmt == "tsv" else ",")
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from classifier.config.schema import DataConfig
-from classifier.data import files
+from classifier.data import files, named
 from classifier.data.tokenizer import standardize
 from classifier.errors import DataError
 
@@ -97,21 +97,29 @@ def plan_splits(cfg: DataConfig) -> Plan:
         raise ValueError("plan_splits is for data.source; the IMDB data has its own splits")
     fields = (cfg.text_field, cfg.label_field)
     source = _scan(cfg.source, *fields)
-    carve_validation = cfg.validation_fraction if cfg.validation is None else 0.0
-    carve_test = cfg.test_fraction if cfg.test is None else 0.0
+    given = {"validation": cfg.validation, "test": cfg.test}
+    if named.is_named(cfg.source):  # a TFDS data set's own validation and test splits
+        given = {name: path or named.own_split(cfg.source, name) for name, path in given.items()}
+    carve_validation = cfg.validation_fraction if given["validation"] is None else 0.0
+    carve_test = cfg.test_fraction if given["test"] is None else 0.0
     names = list(source.counts)
     assignment = files.split_assignment(
         source.codes, carve_validation, carve_test, SPLIT_SEED, names=names, where=cfg.source
     )
     training_counts = np.bincount(source.codes[assignment == _TRAIN], minlength=len(names))
     trained = {name: int(count) for name, count in zip(names, training_counts, strict=True)}
-    labels = files.class_names(
-        {name: count for name, count in trained.items() if count}, cfg.labels, where=cfg.source
-    )
+    present = {name: count for name, count in trained.items() if count}
+    declared = cfg.labels
+    if declared is None and named.is_named(cfg.source):  # TFDS's own class order
+        kept = [
+            name for name in named.class_order(cfg.source, cfg.label_field) or [] if name in present
+        ]
+        declared = ",".join(kept) if len(kept) >= 2 else None
+    labels = files.class_names(present, declared, where=cfg.source)
     parts = {"train": _part("train", source, labels, assignment == _TRAIN)}
     for name, path, code in (
-        ("validation", cfg.validation, _VALIDATION),
-        ("test", cfg.test, _TEST),
+        ("validation", given["validation"], _VALIDATION),
+        ("test", given["test"], _TEST),
     ):
         if path is None:
             parts[name] = _part(name, source, labels, assignment == code)
@@ -212,6 +220,7 @@ def _origins(cfg: DataConfig, plan: Plan) -> str:
 
         train, validation, test: 80%, 10%, 10% of reviews.csv, stratified by class
         train = train.csv; validation = dev.csv; test: 10% of train.csv, stratified by class
+        test = tfds:imdb_reviews:test; validation: 10% of tfds:imdb_reviews, stratified by class
     """
     carved = [name for name, part in plan.parts.items() if part.rows is not None]
     share = {
@@ -222,8 +231,7 @@ def _origins(cfg: DataConfig, plan: Plan) -> str:
     if len(carved) == 3:
         shares = ", ".join(f"{share[name]:.0%}" for name in carved)
         return f"train, validation, test: {shares} of {cfg.source}, stratified by class"
-    given = {"train": cfg.source, "validation": cfg.validation, "test": cfg.test}
-    whole = [f"{name} = {given[name]}" for name, part in plan.parts.items() if part.rows is None]
+    whole = [f"{name} = {part.path}" for name, part in plan.parts.items() if part.rows is None]
     cut = [name for name in carved if name != "train"]
     shares = ", ".join(f"{share[name]:.0%}" for name in cut)
     tail = f"; {' and '.join(cut)}: {shares} of {cfg.source}, stratified by class" if cut else ""

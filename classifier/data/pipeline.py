@@ -20,9 +20,16 @@ Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
 from __future__ import annotations
 
+import atexit
+import functools
+import itertools
 import re
+import shutil
 import string
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -99,14 +106,22 @@ def load_raw_splits(cfg: DataConfig, with_ids: bool = False) -> RawSplits:
 def _file_splits(plan: Plan) -> RawSplits:
     """The planned splits of a labelled file, each streamed from disk on every pass."""
 
+    def batches(name: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        # Batches from Python, one scalar at a time in TensorFlow: a generator's per-element
+        # cost is that of a batch, about half the time of a CSV's first pass.
+        examples = plan.examples(name)
+        while chunk := list(itertools.islice(examples, VECTORIZE_BATCH)):
+            texts, labels = zip(*chunk, strict=True)
+            yield np.array(texts, dtype=object), np.array(labels, dtype=np.int64)
+
     def split(name: str) -> tf.data.Dataset:
         dataset = tf.data.Dataset.from_generator(
-            lambda: plan.examples(name),
+            lambda: batches(name),
             output_signature=(
-                tf.TensorSpec((), tf.string, name="text"),
-                tf.TensorSpec((), tf.int64, name="label"),
+                tf.TensorSpec((None,), tf.string, name="text"),
+                tf.TensorSpec((None,), tf.int64, name="label"),
             ),
-        )
+        ).unbatch()
         return dataset.apply(tf.data.experimental.assert_cardinality(plan.sizes[name]))
 
     return RawSplits(split("train"), split("validation"), split("test"), plan.labels)
@@ -253,8 +268,13 @@ def vectorize(
     batch_size: int,
     shuffle_seed: int | None = None,
     bucket_by_length: bool = False,
+    cache_file: str = "",
 ) -> tf.data.Dataset:
     """Vectorize once, cache, optionally shuffle (seeded, reshuffled each epoch), batch, prefetch.
+
+    The cache holds each review's ids without their padding: in memory (``cache_file`` empty),
+    or in files of that prefix, so that a labelled file larger than memory trains in memory
+    that does not grow with it (ids of 1,000,000 reviews take gigabytes).
 
     With ``bucket_by_length`` each batch holds reviews of similar length and is padded only to
     its longest review (at most ``sequence_length``) instead of to ``sequence_length``: the
@@ -266,22 +286,23 @@ def vectorize(
         dataset.batch(VECTORIZE_BATCH)
         .map(lambda text, label: (vectorizer(text), label), num_parallel_calls=tf.data.AUTOTUNE)
         .unbatch()
-        .cache()
+        .map(_drop_padding)
+        .cache(cache_file)
     )
     if shuffle_seed is not None:  # a full shuffle of a training portion (pretraining: partial)
         ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)
     if not bucket_by_length:
-        return ids.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        length = vectorizer.sequence_length
+        return ids.padded_batch(batch_size, ([length], [])).prefetch(tf.data.AUTOTUNE)
     boundaries = length_buckets(vectorizer.sequence_length)
-    trimmed = ids.map(_drop_padding)
     # Each bucket yields ceil(reviews in it / batch_size) batches, whatever the order; stating
     # the count lets Keras know the epoch length (no "ran out of data" warning). The counting
     # pass also fills the cache, which the first epoch would do anyway.
-    lengths = np.concatenate([batch.numpy() for batch in trimmed.map(_length).batch(4096)])
+    lengths = np.concatenate([batch.numpy() for batch in ids.map(_length).batch(4096)])
     per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
     batches = int(np.sum(-(-per_bucket // batch_size)))
     return (
-        trimmed.bucket_by_sequence_length(
+        ids.bucket_by_sequence_length(
             _length,  # the same length as counted above
             bucket_boundaries=boundaries,
             bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
@@ -316,13 +337,41 @@ def _drop_padding(token_ids: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf
 def make_datasets(
     cfg: DataConfig, raw: RawSplits, vectorizer: ReviewVectorizer, seed: int = 0
 ) -> Datasets:
-    """Training (shuffled with ``seed``), validation and test pipelines of ``(ids, label)``."""
+    """Training (shuffled with ``seed``), validation and test pipelines of ``(ids, label)``.
+    A labelled file's ids are cached on disk (:func:`cache_file`), IMDB's in memory."""
     bucket = cfg.bucket_by_length
+
+    def pipeline(split: tf.data.Dataset, name: str, shuffle: int | None) -> tf.data.Dataset:
+        cache = cache_file(name) if cfg.source is not None else ""
+        return vectorize(split, vectorizer, cfg.batch_size, shuffle, bucket, cache)
+
     return Datasets(
-        train=vectorize(raw.train, vectorizer, cfg.batch_size, seed, bucket_by_length=bucket),
-        validation=vectorize(raw.validation, vectorizer, cfg.batch_size, bucket_by_length=bucket),
-        test=vectorize(raw.test, vectorizer, cfg.batch_size, bucket_by_length=bucket),
+        train=pipeline(raw.train, "train", seed),
+        validation=pipeline(raw.validation, "validation", None),
+        test=pipeline(raw.test, "test", None),
     )
+
+
+def cache_file(name: str) -> str:
+    """A new file prefix for one split's cached ids, in a folder of this process's own under
+    the temporary directory (``TMPDIR``), removed when the process ends.
+
+    Example::
+
+        cache_file("train")  # '/tmp/classify-ids-k2j4_x/train-1'
+    """
+    _cache_names.append(name)
+    return str(_cache_folder() / f"{name}-{len(_cache_names)}")
+
+
+_cache_names: list[str] = []
+
+
+@functools.cache
+def _cache_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="classify-ids-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def resumed_seed(seed: int, epochs_done: int) -> int:

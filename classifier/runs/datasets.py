@@ -23,6 +23,7 @@ from mlflow.data.http_dataset_source import HTTPDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 
 from classifier.config.schema import DataConfig
+from classifier.data import named
 from classifier.runs.resume import file_sha256
 
 TFDS_CATALOGUE = "https://www.tensorflow.org/datasets/catalog/"
@@ -42,7 +43,11 @@ def file_digest(path: str | Path) -> str:
 
 
 def file_dataset(path: str | Path) -> MetaDataset:
-    """A labelled file or folder as an MLflow dataset (named after it, digest of its bytes)."""
+    """A labelled file or folder as an MLflow dataset (named after it, digest of its bytes); a
+    TFDS data set by name (``tfds:NAME:SPLIT``) as :func:`tfds_dataset`."""
+    if named.is_named(path):
+        name, variant = named.version(os.fspath(path))
+        return tfds_dataset(name, variant, named.parse(os.fspath(path))[1])
     from mlflow.data.dataset_source_registry import resolve_dataset_source
 
     absolute = os.path.abspath(path)
@@ -79,6 +84,9 @@ def run_datasets(cfg: DataConfig) -> dict[str, MetaDataset]:
             name: tfds_dataset(DATASET, version, split) for name, split in split_specs(cfg).items()
         }
     paths = {"train": cfg.source, "validation": cfg.validation, "test": cfg.test}
+    if named.is_named(cfg.source):  # a TFDS data set's own validation and test splits
+        for name in ("validation", "test"):
+            paths[name] = paths[name] or named.own_split(cfg.source, name)
     by_path: dict[str, MetaDataset] = {}  # one file's digest once, whatever splits it gives
     for path in paths.values():
         path = path or cfg.source

@@ -27,6 +27,7 @@ from classifier.data.pipeline import (
 from classifier.data.source import data_source, split_specs
 from classifier.errors import ConfigError, DataNotFoundError
 from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
+from tests.labelled_helpers import labelled_rows, write_csv
 
 
 @pytest.fixture
@@ -109,6 +110,48 @@ def test_pipelines_batch_pad_and_shuffle_deterministically(cfg):
     # Validation and test keep their order.
     ordered = [int(y) for _, y in raw.validation]
     assert np.concatenate([y.numpy() for _, y in data.validation]).tolist() == ordered
+
+
+def test_unbucketed_batches_are_the_padded_ids_in_the_seeded_order(cfg):
+    # The cache holds ids without their padding; the batches are padded back to T, exactly as
+    # vectorizing, shuffling and batching full-length ids would give them.
+    cfg = dataclasses.replace(cfg, bucket_by_length=False)
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+    reference = (
+        raw.train.batch(1024)
+        .map(lambda text, label: (vectorizer(text), label))
+        .unbatch()
+        .shuffle(25_000, seed=3, reshuffle_each_iteration=True)
+        .batch(cfg.batch_size)
+    )
+    ours = make_datasets(cfg, raw, vectorizer, seed=3).train
+    for epoch in range(2):  # the second epoch reads the cache, in a new order
+        pairs = list(zip(ours, reference, strict=True))
+        assert len(pairs) == 8, epoch
+        for (ids, labels), (want_ids, want_labels) in pairs:
+            assert ids.shape[1] == cfg.sequence_length
+            np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
+            np.testing.assert_array_equal(labels.numpy(), want_labels.numpy())
+
+
+def test_a_labelled_files_ids_are_cached_on_disk_imdbs_in_memory(cfg, tmp_path):
+    write_csv(tmp_path / "texts.csv", labelled_rows(60))
+    labelled = load_config(None, [f"data.source={tmp_path / 'texts.csv'}"]).data
+    raw = load_raw_splits(labelled)
+    vectorizer = build_vectorizer(labelled, raw.train)
+    before = set(data._cache_folder().iterdir())
+    on_disk = make_datasets(labelled, raw, vectorizer, seed=1)
+    written = {path.name.split("-")[0] for path in set(data._cache_folder().iterdir()) - before}
+    assert written == {"train", "validation", "test"}  # the buckets' counting pass filled them
+    in_memory = data.vectorize(raw.train, vectorizer, labelled.batch_size, 1, True)
+    for (ids, labels), (want_ids, want_labels) in zip(on_disk.train, in_memory, strict=True):
+        np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
+        np.testing.assert_array_equal(labels.numpy(), want_labels.numpy())
+    imdb_raw = load_raw_splits(cfg)
+    before = set(data._cache_folder().iterdir())
+    make_datasets(cfg, imdb_raw, build_vectorizer(cfg, imdb_raw.train), seed=1)
+    assert set(data._cache_folder().iterdir()) == before
 
 
 def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cfg):

@@ -165,12 +165,14 @@ def pretrain(
 @click.option(
     "--threshold",
     type=PROBABILITY,
+    metavar="PROBABILITY",
     default=0.5,
     show_default=True,
     help="A review is positive when P(positive) >= this.",
 )
 @click.option(
     "--batch-size",
+    metavar="COUNT",
     type=click.IntRange(min=1),
     default=64,
     show_default=True,
@@ -232,7 +234,8 @@ def predict(
     "--output",
     type=click.Path(dir_okay=False),
     callback=checked,
-    help="File to write (default: FILE's name + .attention.png or .html, here).",
+    help="File to write (default, here: FILE's name + .contributions.png for n-gram models, "
+    ".occlusion.png for attention models; .html with --format html).",
 )
 @click.option(
     "--format",
@@ -243,9 +246,18 @@ def predict(
 @click.option(
     "--threshold",
     type=PROBABILITY,
+    metavar="PROBABILITY",
     default=0.5,
     show_default=True,
-    help="The review is positive when P(positive) >= this.",
+    help="Two classes: the review is positive when P(positive) >= this.",
+)
+@click.option(
+    "--class",
+    "target",
+    metavar="NAME",
+    help="Weigh the words towards this class (default: positive of two classes, else the "
+    "predicted class). More than two classes: a word's push is on the class's margin, its "
+    "logit minus the mean of the others'.",
 )
 def explain(
     file: str,
@@ -253,14 +265,15 @@ def explain(
     output: str | None,
     output_format: str | None,
     threshold: float,
+    target: str | None,
 ) -> None:
-    """Draw one review (FILE, or - for stdin), its label and each word's push on it: n-gram
-    contributions (bow, nbow; nbow_attention beside its attention branch's attention), or
-    occlusion beside the attention each word receives (attention models).
+    """Draw one review (FILE, or - for stdin), its label and each word's push towards a
+    class: n-gram contributions (bow, nbow; nbow_attention beside its attention branch's
+    attention), or occlusion beside the attention each word receives (attention models).
 
     \b
     Examples:
-      classify explain review.txt                  # writes review.txt.attention.png
+      classify explain review.txt                  # writes review.txt.contributions.png
       classify explain review.txt -o review.html   # a self-contained HTML page
       sed -n 3p reviews.txt | classify explain - -o third.png
     """
@@ -273,10 +286,11 @@ def explain(
         sys.exit(1)
     terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
     model = keras_model(model_spec)
-    from classifier.explain.explanation import check_two_classes, explain_file, summary
-    from classifier.serving.keras_engine import classifier_of
+    from classifier.explain.explanation import explain_file, summary, target_class
+    from classifier.serving.keras_engine import labels_of
 
-    check_two_classes(classifier_of(model))
+    if target is not None:
+        target_class(labels_of(model), target)  # one line for a class the model lacks
 
     done = explain_file(
         model,
@@ -286,6 +300,7 @@ def explain(
         threshold=threshold,
         err=terminal.err,
         stdin=stdin,
+        target=target,
     )
     if done is None:
         sys.exit(1)
@@ -303,8 +318,20 @@ def explain(
     show_default=True,
     help="A table, or one JSON object (accuracy, macro_f1, log_loss, ece, n, per class).",
 )
-@click.option("--text-field", default="text", show_default=True, help="The column of the texts.")
-@click.option("--label-field", default="label", show_default=True, help="The column of the labels.")
+@click.option(
+    "--text-field",
+    metavar="COLUMN",
+    default="text",
+    show_default=True,
+    help="The column of the texts.",
+)
+@click.option(
+    "--label-field",
+    metavar="COLUMN",
+    default="label",
+    show_default=True,
+    help="The column of the labels.",
+)
 @click.option(
     "--figures",
     "figures_dir",
@@ -315,6 +342,7 @@ def explain(
 )
 @click.option(
     "--batch-size",
+    metavar="COUNT",
     type=click.IntRange(min=1),
     default=64,
     show_default=True,

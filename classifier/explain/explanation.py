@@ -43,11 +43,11 @@ import tensorflow as tf
 
 from classifier import plots
 from classifier.config import variants
-from classifier.data.pipeline import LABELS, standardize_review
+from classifier.data.pipeline import standardize_review
 from classifier.errors import ExplainError, ModelError
 from classifier.explain.views import Explanation, figure_arguments, write_html
 from classifier.layers.ngrams import ngram_features
-from classifier.serving.keras_engine import classifier_of, vectorizer_of
+from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
 from classifier.serving.predict import DEFAULT_THRESHOLD
 from classifier.serving.reviews import STDIN, Reporter, read_reviews, review_byte_limit
 
@@ -102,13 +102,21 @@ def attention_model(classifier: keras.Model) -> tuple[keras.Model, str]:
 
 
 def explain_text(
-    model: keras.Model, text: str, threshold: float = DEFAULT_THRESHOLD, source: str = ""
+    model: keras.Model,
+    text: str,
+    threshold: float = DEFAULT_THRESHOLD,
+    source: str = "",
+    target: str | None = None,
 ) -> Explanation:
-    """Predict one review and weigh its tokens by the attention they receive (last layer).
+    """Predict one review and weigh its words towards one class: ``target``, else (two
+    classes) ``positive``'s log-odds, else (more) the predicted class's margin, its logit minus
+    the mean logit of the others (:func:`margin_direction`); and the attention each token
+    receives (last layer), for attention models.
 
     Raises:
         ExplainError: when no word of the review is left after standardization, or the model
             is not a classifier of a registered variant.
+        ModelError: ``target`` is not one of the model's classes.
     """
     vectorizer = vectorizer_of(model)
     texts = tf.constant([text], dtype=tf.string)
@@ -116,28 +124,35 @@ def explain_text(
     count = int(np.count_nonzero(token_ids))  # padding (0) only ever follows the words
     if count == 0:
         raise ExplainError("no words left after standardization (nothing to explain)")
-    classifier = classifier_of(model)
-    check_two_classes(classifier)
+    classifier, labels = classifier_of(model), labels_of(model)
+    ids = token_ids[:count]
+    probabilities = keras.ops.convert_to_numpy(classifier(ids[None, :], training=False))[0]
+    c = target_class(labels, target, probabilities)
     variant = variants.variant_of_model(classifier.name)
     explains = variant.explains if variant is not None else "attention"
-    branch = None  # a fused model's attention branch: its log-odds
+    branch = None  # a fused model's attention branch: its share of the margin
+    bag = classifier.get_layer("bag") if explains != "attention" else None
     if explains == "contributions":
-        probability, shares = word_contributions(classifier, token_ids[:count])
+        _, shares = word_contributions(classifier, ids, c)
         layer, heads = variant.explained_as, 0
     else:
         explainer, layer = attention_model(classifier)
-        probabilities, weights = explainer(token_ids[None, :count], training=False)
+        _, weights = explainer(ids[None, :], training=False)
         weights = keras.ops.convert_to_numpy(weights)[0]
         read = weights.shape[-1]  # a fused model's attention branch reads the first words only
         received = np.zeros(count)
         received[:read] = attention_received(weights, np.ones(read, dtype=bool))
         heads = weights.shape[0]
         if explains == "contributions+attention":  # both branches: exact, each in its panel
-            _, shares = word_contributions(classifier, token_ids[:count])
-            branch = branch_log_odds(classifier, token_ids[:count])
-            probability = float(keras.ops.convert_to_numpy(probabilities)[0, 1])
+            _, shares = word_contributions(classifier, ids, c)
+            branch = branch_log_odds(classifier, ids, c=c)
         else:  # attention has no sign: the occlusion of each word says which way it pushes
-            probability, shares = word_occlusion(classifier, token_ids[:count])
+            _, shares = word_occlusion(classifier, ids, c=c)
+    probability = float(probabilities[c])
+    if len(labels) == 2:
+        label = labels[1] if float(probabilities[1]) >= threshold else labels[0]
+    else:
+        label = labels[int(np.argmax(probabilities))]
 
     words = [
         word.decode("utf-8", errors="replace")
@@ -154,7 +169,7 @@ def explain_text(
         in_vocabulary=[int(i) != 1 for i in token_ids[:count]],
         attention=shares,
         probability=probability,
-        label=LABELS[1] if probability >= threshold else LABELS[0],
+        label=label,
         layer=layer,
         heads=int(heads),
         dropped_words=max(0, len(words) - count),
@@ -162,29 +177,60 @@ def explain_text(
         signed=True,
         weights=None if heads == 0 else received,
         branch_log_odds=branch,
+        target=labels[c],
+        against=labels[1 - c] if len(labels) == 2 else "",
+        ngram_order=getattr(bag, "order", 2),
+        scaled="NB-scaled" if getattr(bag, "scale_name", "idf") == "ratio" else "TF-IDF",
     )
 
 
-def check_two_classes(classifier: keras.Model) -> None:
-    """Refuse a classifier of more than two classes: explain weighs words towards positive.
+def target_class(
+    labels: tuple[str, ...], target: str | None, probabilities: np.ndarray | None = None
+) -> int:
+    """The index of the class a review's words are weighed towards: ``target`` (a class name
+    or index), else the second of two classes (``positive``), else the most probable.
 
     Raises:
-        ModelError: one line with the number of classes.
+        ModelError: ``target`` is not one of ``labels``; the line names them.
+
+    Example:
+        >>> target_class(("negative", "positive"), None), target_class(("a", "b", "c"), "c")
+        (1, 2)
     """
-    classes = int(classifier.outputs[0].shape[-1])
-    if classes != 2:
+    if target is not None:
+        if target in labels:
+            return labels.index(target)
+        if target.isdigit() and int(target) < len(labels):
+            return int(target)
         raise ModelError(
-            f"the model has {classes} classes; explain weighs words towards positive and "
-            "reads two-class models only, so far"
+            f"--class {target!r} is not a class of the model; its classes: " + ", ".join(labels)
         )
+    if len(labels) == 2 or probabilities is None:
+        return 1
+    return int(np.argmax(probabilities))
+
+
+def margin_direction(matrix: np.ndarray, c: int) -> np.ndarray:
+    """The combination of a head's K columns (or K logits, the last axis) that gives class
+    ``c``'s margin: its logit minus the mean logit of the other classes. For two classes that
+    is the log-odds of ``c``; softmax's probabilities rank the classes as the margins do.
+
+    Example:
+        >>> margin_direction(np.array([1.0, 3.0, 8.0]), 2).item()  # 8 - (1 + 3) / 2
+        6.0
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    others = np.delete(matrix, c, axis=-1)
+    return matrix[..., c] - others.mean(axis=-1)
 
 
 def word_occlusion(
-    classifier: keras.Model, token_ids: np.ndarray, batch_size: int = 64
+    classifier: keras.Model, token_ids: np.ndarray, batch_size: int = 64, c: int = 1
 ) -> tuple[float, np.ndarray]:
-    """P(positive) of one review's ids (no padding), and per word how far it moves the log-odds
-    of positive: the log-odds of the review minus that of the review without the word (the
-    words after it move up one place). Positive: the word pushes towards positive.
+    """P(class ``c``) of one review's ids (no padding), and per word how far it moves class
+    ``c``'s margin (:func:`margin_direction` of the log-probabilities; the log-odds of positive
+    for two classes): the margin of the review minus that of the review without the word (the
+    words after it move up one place). Positive: the word pushes towards class ``c``.
 
     Example (a trained classifier)::
 
@@ -203,31 +249,38 @@ def word_occlusion(
         ]
     ).astype(np.float64)
     probabilities = np.clip(probabilities, 1e-12, 1.0)
-    log_odds = np.log(probabilities[:, 1]) - np.log(probabilities[:, 0])
-    return float(probabilities[0, 1]), log_odds[0] - log_odds[1:]
+    margins = margin_direction(np.log(probabilities), c)
+    return float(probabilities[0, c]), margins[0] - margins[1:]
 
 
-def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[float, np.ndarray]:
-    """P(positive) of a bag-of-n-grams classifier (``bow``, ``nbow``) for one review's ids (no
-    padding), and each word's contribution to the log-odds of positive. Of a fused classifier
-    (``nbow_attention``): the contributions of its n-gram branch (layer ``bag``), and the
-    probability that branch alone would give.
+def word_contributions(
+    classifier: keras.Model, token_ids: np.ndarray, c: int = 1
+) -> tuple[float, np.ndarray]:
+    """The sigmoid of class ``c``'s margin (for two classes, P(``c``)) of a bag-of-n-grams
+    classifier (``bow``, ``nbow``) for one review's ids (no padding), and each word's
+    contribution to that margin (the log-odds of positive for two classes,
+    :func:`margin_direction`). Of a fused classifier (``nbow_attention``): the contributions of
+    its n-gram branch (layer ``bag``), and the sigmoid of that branch's margin alone.
 
-    A feature f (a word, or n neighbouring words) adds ``value_f * (k_f . d)`` to the log-odds,
-    where ``value_f`` is its normalised value (TF-IDF, or NB-scaled), ``k_f`` its kernel row and
-    ``d`` the head's column difference (the temperature included). A word receives its
+    A feature f (a word, or n neighbouring words) adds ``(value_f * k_f) . d`` to the margin,
+    where ``value_f`` is its normalised value (TF-IDF, or NB-scaled; for more than two classes
+    one per output, each class's one-vs-rest ratio), ``k_f`` its kernel row and ``d`` the
+    head's margin direction (the temperature included). A word receives its
     unigram's share and 1/n of each n-gram's it is in, split evenly over repeats (a feature
     counts once). So the contributions sum to the log-odds minus the bias (the calibration's
     offset is in the bias): nothing is lost or invented.
     """
     bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
     kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
-    direction = kernel[:, 1] - kernel[:, 0]
+    direction = margin_direction(kernel, c)
     ids = np.asarray(token_ids, dtype=np.int64)[None, :]
     features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
-    rows = keras.ops.convert_to_numpy(bag.kernel).astype(np.float64)[features] @ direction
-    per_feature = {  # first occurrences only: a repeat's value is 0
-        int(f): float(c) for f, c, v in zip(features, values * rows, values, strict=True) if v
+    if values.ndim == 1:  # one value per feature (two classes), else one per output (K NB ratios)
+        values = values[:, None]
+    rows = keras.ops.convert_to_numpy(bag.kernel).astype(np.float64)[features]  # (F, outputs)
+    added = (values * rows) @ direction
+    per_feature = {  # first occurrences only: a repeat's values are 0
+        int(f): float(c) for f, c, v in zip(features, added, values.any(axis=1), strict=True) if v
     }
     order = getattr(bag, "order", 2)  # bow: words and pairs
     unsorted = ngram_features(ids, bag.vocab_size, bag.buckets, order)
@@ -242,16 +295,16 @@ def word_contributions(classifier: keras.Model, token_ids: np.ndarray) -> tuple[
     for feature, start, n in spans:
         shares[start : start + n] += per_feature.get(feature, 0.0) / times[feature] / n
     bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
-    log_odds = float(shares.sum() + bias + head_bias[1] - head_bias[0])
-    return float(1 / (1 + np.exp(-log_odds))), shares
+    margin = float(shares.sum() + bias + margin_direction(head_bias, c))
+    return float(1 / (1 + np.exp(-margin))), shares
 
 
 def branch_log_odds(
-    classifier: keras.Model, token_ids: np.ndarray, layer: str = "attention_logits"
+    classifier: keras.Model, token_ids: np.ndarray, layer: str = "attention_logits", c: int = 1
 ) -> float:
-    """What one branch of a fused classifier (``nbow_attention``) adds to the log-odds of
-    positive for one review's ids (no padding): the two logits of its layer ``layer``, through
-    the head's column difference (the temperature included). The n-gram branch's word
+    """What one branch of a fused classifier (``nbow_attention``) adds to class ``c``'s margin
+    (the log-odds of positive for two classes) for one review's ids (no padding): the logits of
+    its layer ``layer``, through the head's margin direction (the temperature included). The n-gram branch's word
     contributions (:func:`word_contributions`), its bias, the head's bias and this sum to the
     model's log-odds.
 
@@ -263,7 +316,7 @@ def branch_log_odds(
     branch = keras.Model(classifier.input, classifier.get_layer(layer).output)
     ids = np.asarray(token_ids, dtype=np.int64)[None, :]
     logits = keras.ops.convert_to_numpy(branch(ids, training=False))[0].astype(np.float64)
-    return float(logits @ (kernel[:, 1] - kernel[:, 0]))
+    return float(logits @ margin_direction(kernel, c))
 
 
 def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -291,15 +344,16 @@ def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
 # --- one file, end to end --------------------------------------------------------------------
 
 
-def default_output(path: str, output_format: str) -> Path:
-    """``<name>.attention.png`` (or ``.html``) in the working directory.
+def default_output(path: str, output_format: str, kind: str = "attention") -> Path:
+    """``<name>.<kind>.png`` (or ``.html``) in the working directory; ``kind`` says what the
+    figure shows (:attr:`Explanation.kind`: contributions, occlusion or attention).
 
     Example:
-        >>> default_output("reviews/great.txt", "png")
-        PosixPath('great.txt.attention.png')
+        >>> default_output("reviews/great.txt", "png", "contributions")
+        PosixPath('great.txt.contributions.png')
     """
     stem = "stdin" if path == STDIN else Path(path).name
-    return Path(f"{stem}.attention.{output_format}")
+    return Path(f"{stem}.{kind}.{output_format}")
 
 
 def output_format_of(output: str | None, output_format: str | None) -> str:
@@ -325,6 +379,7 @@ def explain_file(
     threshold: float = DEFAULT_THRESHOLD,
     err: Callable[[str], None] = print,
     stdin: BinaryIO | None = None,
+    target: str | None = None,
 ) -> tuple[Path, Explanation] | None:
     """Explain the review in ``path`` (``-``: stdin) into a PNG or HTML file.
 
@@ -347,11 +402,11 @@ def explain_file(
     if review is None:
         return None
     try:
-        explanation = explain_text(model, review.text, threshold, source=review.source)
+        explanation = explain_text(model, review.text, threshold, review.source, target)
     except ExplainError as error:
         reporter.error(review.source, str(error))
         return None
-    target = Path(output) if output else default_output(path, output_format)
+    target = Path(output) if output else default_output(path, output_format, explanation.kind)
     try:
         if output_format == "html":
             written = write_html(target, explanation)
@@ -366,11 +421,11 @@ def explain_file(
 def summary(written: Path, explanation: Explanation) -> str:
     """The line ``classify explain`` prints."""
     return (
-        f"{written}: {explanation.label} (P(positive) {explanation.probability:.4f}), "
-        f"{len(explanation.tokens)} tokens, "
+        f"{written}: {explanation.label} (P({explanation.target}) "
+        f"{explanation.probability:.4f}), {len(explanation.tokens)} tokens, "
         + (
             f"n-gram contributions, attention branch {explanation.branch_log_odds:+.2f} "
-            "log-odds, and attention of "
+            f"{'log-odds' if explanation.against else 'margin'}, and attention of "
             if explanation.branch_log_odds is not None
             else "word occlusion, and attention of "
             if explanation.weights is not None

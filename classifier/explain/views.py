@@ -45,6 +45,12 @@ class Explanation:
         branch_log_odds: a fused model's (``nbow_attention``): what its attention branch adds
             to the log-odds of positive, while ``attention`` holds its n-gram branch's word
             contributions; None for other models.
+        ngram_order, scaled: an n-gram model's longest n-gram and the values its weights
+            multiply (``TF-IDF``, or ``NB-scaled``), for the caption.
+        target: the class the words are weighed towards (``positive``), whose probability
+            ``probability`` is.
+        against: the other class of a two-class model (``negative``); empty for more classes,
+            where the words move ``target``'s margin: its logit minus the others' mean.
     """
 
     source: str
@@ -60,6 +66,36 @@ class Explanation:
     signed: bool = False
     weights: np.ndarray | None = None
     branch_log_odds: float | None = None
+    target: str = "positive"
+    against: str = "negative"
+    ngram_order: int = 2
+    scaled: str = "TF-IDF"
+
+    @property
+    def kind(self) -> str:
+        """What the figure shows, for its file name: ``contributions`` (n-gram models),
+        ``occlusion`` (attention models, beside their attention) or ``attention``."""
+        if self.branch_log_odds is not None or (self.signed and self.weights is None):
+            return "contributions"
+        return "occlusion" if self.weights is not None else "attention"
+
+    @property
+    def shares(self) -> str:
+        """How a word gets the n-grams it is in, in words (``with half of each word pair``)."""
+        parts = ["half of each word pair", "a third of each word triple"][: self.ngram_order - 1]
+        return f", with {' and '.join(parts)} it is in" if parts else ""
+
+    @property
+    def measure(self) -> str:
+        """What the signed numbers move, in words: ``log-odds of positive``, or for more
+        than two classes ``margin of okay`` (its logit minus the mean of the others')."""
+        return f"log-odds of {self.target}" if self.against else f"margin of {self.target}"
+
+    @property
+    def towards(self) -> str:
+        """The colour's meaning: ``blue towards positive, red towards negative``."""
+        away = f"red towards {self.against}" if self.against else "red away from it"
+        return f"blue towards {self.target}, {away}"
 
 
 def caption(explanation: Explanation) -> str:
@@ -74,23 +110,23 @@ def caption(explanation: Explanation) -> str:
     if explanation.branch_log_odds is not None:
         return (
             f"{explanation.source}: {n} tokens{dropped}. Colour: each word's contribution to the "
-            "log-odds of positive in the n-gram branch (weight x NB-scaled value, with a share "
-            "of each n-gram it is in): blue towards positive, red towards negative. The "
-            f"attention branch adds {explanation.branch_log_odds:+.2f} to the log-odds. Italic: "
+            f"{explanation.measure} in the n-gram branch (weight x NB-scaled value, with a share "
+            f"of each n-gram it is in): {explanation.towards}. The attention branch adds "
+            f"{explanation.branch_log_odds:+.2f} to the {explanation.measure.split()[0]}. Italic: "
             "not in the vocabulary."
         )
     if explanation.weights is not None:
         return (
             f"{explanation.source}: {n} tokens{dropped}. Colour: how far each word moves the "
-            "log-odds of positive: the model's log-odds with the word minus without it "
-            "(occlusion), blue towards positive, red towards negative. Italic: not in the "
+            f"{explanation.measure}: the model's {explanation.measure.split()[0]} with the word "
+            f"minus without it (occlusion), {explanation.towards}. Italic: not in the "
             "vocabulary."
         )
     if explanation.signed:
         return (
             f"{explanation.source}: {n} tokens{dropped}. Colour: each word's contribution to the "
-            f"log-odds of positive in {explanation.layer} (weight x TF-IDF value, with half of "
-            "each word pair it is in): blue towards positive, red towards negative."
+            f"{explanation.measure} in {explanation.layer} (weight x {explanation.scaled} value"
+            f"{explanation.shares}): {explanation.towards}."
             " Italic: not in the vocabulary."
         )
     return (
@@ -122,6 +158,8 @@ def figure_arguments(explanation: Explanation) -> dict:
         "shares": explanation.attention,
         "label": explanation.label,
         "probability": explanation.probability,
+        "target": explanation.target,
+        "measure": explanation.measure,
         "caption": caption(explanation),
         "top_words": top_words(explanation),
         "signed": explanation.signed,
@@ -200,7 +238,8 @@ def write_html(path: str | Path, explanation: Explanation) -> Path:
         for (word, share, times), rgba in zip(ranked, bar_colours, strict=True)
     )
     if signed:
-        legend = ("rgb(103,0,31), rgb(247,247,247), rgb(5,48,97)", "negative", "positive")
+        away = explanation.against or f"away from {explanation.target}"
+        legend = ("rgb(103,0,31), rgb(247,247,247), rgb(5,48,97)", away, explanation.target)
         heading, column = "Words that weigh most", "largest contribution"
     else:
         legend = ("rgb(254,237,222), rgb(127,39,4)", "least", "most attention")
@@ -222,7 +261,7 @@ td, th {{ padding: 0.1rem 0.6rem; text-align: left; }}
 .legend.attention {{ background: linear-gradient(to right, rgb(254,237,222), rgb(127,39,4)); }}
 </style></head><body>
 <h1>Predicted: {explanation.label}</h1>
-<p>P(positive) = {explanation.probability:.3f}</p>
+<p>P({html.escape(explanation.target)}) = {explanation.probability:.3f}</p>
 <p class="caption">{html.escape(caption(explanation))}<br>
 {legend[1]} <span class="legend"></span> {legend[2]} (hover a word for its number)</p>
 <p>{" ".join(spans)}</p>

@@ -141,6 +141,8 @@ def plot_token_attention(
     signed: bool = False,
     second: np.ndarray | None = None,
     second_caption: str = "",
+    target: str = "positive",
+    measure: str = "log-odds of positive",
 ) -> Path:
     """Write a PNG: the predicted label, the review's tokens shaded by the attention they
     receive (or a signed measure), a colour bar, optionally the tokens again shaded by a second
@@ -150,13 +152,15 @@ def plot_token_attention(
         path: PNG file to write (parents are created).
         tokens: the words the model saw; ``in_vocabulary`` per word (others are in italics).
         shares: (n,) the attention each token receives.
-        label, probability: the prediction (label and P(positive)), as the title.
+        label, probability: the prediction (label and P(``target``)), as the title.
         caption: what the picture shows, under the title.
         top_words: ``(word, share, times)`` for the bar chart, most attended first.
         width: figure width in inches; the height follows the length of the review.
         signed: ``shares`` are signed contributions to the log-odds of positive (``bow``),
             shaded red to blue, and ``top_words`` ranks them by size.
         second: (n,) attention shares drawn as a second panel, under ``second_caption``.
+        target: the class whose probability ``probability`` is (``positive``).
+        measure: what signed ``shares`` add to, for the colour bar (``margin of okay``).
 
     Returns:
         The path written.
@@ -231,7 +235,7 @@ def plot_token_attention(
     figure.text(
         (margin + 250) / (width * 72),
         fy(28),
-        f"P(positive) = {probability:.3f}",
+        f"P({target}) = {probability:.3f}",
         fontsize=13,
         parse_math=False,
     )
@@ -271,7 +275,7 @@ def plot_token_attention(
         cax = figure.add_axes((left, fy(bar_top + 12), 0.35, 12 / height))
         if signed:
             mappable = ScalarMappable(Normalize(-top, top), SIGNED_COLOUR_MAP)
-            label = "contribution to the log-odds of positive"
+            label = f"contribution to the {measure}"
         else:
             mappable = ScalarMappable(Normalize(0, top), COLOUR_MAP)
             label = "share of the attention the token receives"
@@ -281,9 +285,7 @@ def plot_token_attention(
 
     panel(shares, top_share, signed, header, colourbar_top)
     measure = (
-        "contribution to the log-odds of positive"
-        if signed
-        else "share of the attention the token receives"
+        f"contribution to the {measure}" if signed else "share of the attention the token receives"
     )
     if second is not None:
         figure.text(

@@ -112,6 +112,11 @@ class Example:
     inputs: int = 0  # FILE arguments (each may get its own line on stderr)
 
 
+EXPLAIN_OUTPUTS = tuple(
+    f".{kind}.{fmt}" for kind in ("contributions", "occlusion") for fmt in ("png", "html")
+)
+
+
 def option(draw, name: str, family: str, values, example: Example, chance: bool = True) -> None:
     """Add ``name VALUE`` half the time (``chance=False``: always)."""
     if not chance or draw(st.booleans()):
@@ -331,7 +336,7 @@ def problems(
         for path in made
         if not any(path == o or path.startswith(o.rstrip("/") + "/") for o in outputs)
         and not path.startswith(("store/", "mlruns"))  # the store (checked below)
-        and not path.endswith((".attention.png", ".attention.html"))  # explain's default output
+        and not path.endswith(EXPLAIN_OUTPUTS)  # explain's default output
     }
     if half_made:
         found.append(f"left behind {sorted(half_made)[:3]}")

@@ -37,9 +37,9 @@ def test_explain_stdin_to_the_default_file(trained, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run("explain", "-", "--format", "html", stdin=POSITIVE.encode())
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "stdin.attention.html").is_file()
+    assert (tmp_path / "stdin.occlusion.html").is_file()  # an attention model: its occlusion
     result = run("explain", "-", stdin=NEGATIVE.encode())
-    assert (tmp_path / "stdin.attention.png").read_bytes()[:8] == PNG_MAGIC
+    assert (tmp_path / "stdin.occlusion.png").read_bytes()[:8] == PNG_MAGIC
 
 
 @pytest.mark.parametrize(

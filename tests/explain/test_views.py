@@ -63,3 +63,41 @@ def test_a_fused_models_captions_say_what_each_branch_shows(tmp_path):
     page = write_html(tmp_path / "r.html", short).read_text()
     assert "The attention branch adds +0.26 to the log-odds." in page
     assert "reads the first 3 tokens only." in page
+
+
+def test_captions_and_file_names_say_what_each_kind_of_model_shows(tmp_path):
+    def linear(**changes):
+        base = dict(
+            source="r.txt",
+            tokens=["great", "film"],
+            in_vocabulary=[True, True],
+            attention=np.array([0.8, -0.1]),
+            probability=0.9,
+            label="positive",
+            layer="the NB-weighted bag of word n-grams",
+            heads=0,
+            dropped_words=0,
+            truncate="tail",
+            signed=True,
+        )
+        return Explanation(**{**base, **changes})
+
+    nbow = linear(ngram_order=3, scaled="NB-scaled")
+    assert "(weight x NB-scaled value, with half of each word pair and a third of each word " in (
+        caption(nbow)
+    )
+    assert "triple it is in): blue towards positive, red towards negative." in caption(nbow)
+    assert "(weight x TF-IDF value, with half of each word pair it is in)" in caption(linear())
+    assert "(weight x TF-IDF value): " in caption(linear(ngram_order=1))
+    assert nbow.kind == "contributions"
+    occlusion = linear(weights=np.array([0.6, 0.4]), heads=2)
+    assert occlusion.kind == "occlusion" and "(occlusion)" in caption(occlusion)
+    assert linear(signed=False, weights=None).kind == "attention"
+    # More than two classes: the margin of the class explained, and no "negative" side.
+    okay = linear(label="good", target="okay", against="")
+    assert "contribution to the margin of okay in " in caption(okay)
+    assert caption(okay).endswith(
+        "blue towards okay, red away from it. Italic: not in the vocabulary."
+    )
+    page = write_html(tmp_path / "okay.html", okay).read_text()
+    assert "<p>P(okay) = 0.900</p>" in page and "away from okay <span" in page

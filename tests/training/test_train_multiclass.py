@@ -5,15 +5,18 @@ predict`` (table, JSON, CSV) and pyfunc model answer with those names."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import load_config
+from classifier.serving.registry import load_model
 from classifier.training.train import train
 from tests.conftest import ROOT
 from tests.labelled_helpers import classify, labelled_overrides, labelled_rows, write_csv
@@ -212,12 +215,47 @@ def test_evaluate_runs_without_tensorflow(three_classes, tmp_path):
     assert done.stdout.startswith(f"{NAME} v")
 
 
-def test_explain_refuses_a_model_of_three_classes_in_one_line(three_classes, tmp_path):
+def test_explain_weighs_words_towards_the_predicted_or_the_named_class(three_classes, tmp_path):
     review = tmp_path / "review.txt"
-    review.write_text("a superb film")
-    done = classify("explain", "--model", f"models:/{NAME}@newest", str(review))
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        "classify: error: the model has 3 classes; explain weighs words towards positive and "
-        "reads two-class models only, so far\n"
+    review.write_text("a superb and brilliant film")
+    model = f"models:/{NAME}@newest"
+    done = classify("explain", "--model", model, "-o", str(tmp_path / "r.png"), str(review))
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert re.fullmatch(
+        rf"{tmp_path}/r\.png: good \(P\(good\) [01]\.\d{{4}}\), 5 tokens, word contributions in "
+        r"the NB-weighted bag of word n-grams\n",
+        done.stdout,
+    ), done.stdout
+    assert (tmp_path / "r.png").stat().st_size > 10_000
+    named = classify("explain", "--model", model, "--class", "okay", "-o", str(tmp_path / "o.html"),
+                     str(review))  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.startswith(f"{tmp_path}/o.html: good (P(okay) 0.")
+    page = (tmp_path / "o.html").read_text()
+    assert "margin of okay" in page and "away from okay" in page
+    wrong = classify("explain", "--model", model, "--class", "great", str(review))
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert wrong.stderr == (
+        "classify: error: --class 'great' is not a class of the model; its classes: "
+        "bad, good, okay\n"
     )
+
+
+def test_a_words_contributions_sum_to_the_class_margin(three_classes):
+    from classifier.explain.explanation import margin_direction, word_contributions
+    from classifier.serving.keras_engine import classifier_of, vectorizer_of
+
+    model = load_model(f"models:/{NAME}@newest")
+    classifier = classifier_of(model)
+    ids = vectorizer_of(model)(np.array(["dull plot and terrible acting, boring"]))
+    ids = np.asarray(ids)[0]
+    ids = ids[: np.count_nonzero(ids)]
+    probabilities = np.asarray(classifier(ids[None, :], training=False))[0].astype(np.float64)
+    bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
+    for c in range(3):
+        _, shares = word_contributions(classifier, ids, c)
+        bias = np.asarray(bag.bias, np.float64) @ margin_direction(np.asarray(head.kernel), c)
+        margin = shares.sum() + bias + margin_direction(np.asarray(head.bias), c)
+        assert margin == pytest.approx(margin_direction(np.log(probabilities), c), abs=1e-4)
+    bad = int(np.argmax(probabilities))
+    assert LABELS[bad] == "bad" and word_contributions(classifier, ids, bad)[1].sum() > 0

@@ -37,6 +37,7 @@ from classifier.errors import UserError
 )
 @click.option(
     "--retries",
+    metavar="COUNT",
     type=click.IntRange(0, 100),
     default=2,
     show_default=True,

@@ -309,3 +309,13 @@ def test_threads_limits_tensorflow_to_that_many_threads():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
     assert done.stdout.split() == ["3.0", "1", "1"]
+
+
+def test_every_option_names_its_value_in_words():
+    # --threshold showed FINITE FLOAT RANGE, --batch-size INTEGER RANGE: click's type names.
+    for name, command in cli.commands.items():
+        help_text = CliRunner().invoke(cli, [name, "--help"], prog_name="classify").output
+        options = [line for line in help_text.splitlines() if line.lstrip().startswith("-")]
+        for line in options:
+            assert not re.search(r"\b(FLOAT|INTEGER|RANGE|TEXT|BOOLEAN)\b", line), (name, line)
+        assert command.params, name

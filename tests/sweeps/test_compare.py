@@ -81,20 +81,25 @@ def test_formats_of_one_row():
     )
     table = format_comparison([row], "table").splitlines()
     assert table[1].split("  ")[0] == "encoder (position=learned)"
-    assert "0.8765" in table[1] and "0.8712 ± 0.0000" in table[1] and "171,234" in table[1]
+    assert "0.8765" in table[1] and "171,234" in table[1]
+    assert "0.8712  " in table[1] and "±" not in table[1]  # one seed: no spread to show
     assert format_comparison([row], "markdown").splitlines()[2] == (
         "| encoder (position=learned) | 3 | d=16 h=2 ff=64 L=2 pos=learned | 0.8765 | "
-        "0.8712 ± 0.0000 |  |  | 0.0123 | 7.0 | 512.3 | 171,234 |"
+        "0.8712 |  |  | 0.0123 | 7.0 | 512.3 | 171,234 |"
     )
     assert format_comparison([row], "csv").splitlines()[1] == (
         "encoder (position=learned),3,d=16 h=2 ff=64 L=2 pos=learned,0.87654,0.87123,0.0,,,,"
         "0.01234,7.0,512.34,171234"
     )
-    # Runs that logged macro-F1 (since own data came): mean ± std, like the accuracy.
+    # Runs that logged macro-F1 (since own data came): mean ± std over several seeds.
     row.test_macro_f1_mean, row.test_macro_f1_std = 0.412345, 0.0051
-    assert "| 0.8712 ± 0.0000 | 0.4123 ± 0.0051 |  | 0.0123 |" in format_comparison(
-        [row], "markdown"
+    assert "| 0.8712 | 0.4123 |  | 0.0123 |" in format_comparison([row], "markdown")
+    row.seeds, row.test_accuracy_std = [3, 4], 0.00012
+    assert (
+        "| 3,4 | d=16 h=2 ff=64 L=2 pos=learned | 0.8765 | 0.8712 ± 0.0001 | 0.4123 ± 0.0051 |"
+        in (format_comparison([row], "markdown"))
     )
+    row.seeds, row.test_accuracy_std = [3], 0.0
     assert ",0.87123,0.0,0.412345,0.0051,,0.01234," in format_comparison([row], "csv")
     assert json.loads(format_comparison([row], "json"))[0]["test_macro_f1_mean"] == 0.412345
     row.test_macro_f1_mean = row.test_macro_f1_std = float("nan")
@@ -102,7 +107,7 @@ def test_formats_of_one_row():
     assert json.loads(format_comparison([row], "json"))[0]["test_ece"] == 0.01234
     # Runs from before ECE was logged: empty cells and null, never NaN (which is not JSON).
     row.test_ece = float("nan")
-    assert "| 0.8712 ± 0.0000 |  |  |  | 7.0 |" in format_comparison([row], "markdown")
+    assert "| 0.8712 |  |  |  | 7.0 |" in format_comparison([row], "markdown")
     assert ",0.0,,,,,7.0," in format_comparison([row], "csv")
     assert json.loads(format_comparison([row], "json"))[0]["test_macro_f1_mean"] is None
     assert json.loads(format_comparison([row], "json"))[0]["test_ece"] is None

@@ -45,6 +45,10 @@ def write_csv(path: Path, rows: int, data_dir: str | None) -> None:
     """``rows`` labelled IMDB reviews as a CSV: train then test, repeated as needed."""
     if path.exists():
         return
+    sys.path.insert(0, str(ROOT))
+    from classifier.cli.startup import import_tensorflow
+
+    import_tensorflow()  # without TensorFlow's start-up lines
     import tensorflow_datasets as tfds
 
     splits = ["train"] if rows <= 25_000 else ["train", "test"]

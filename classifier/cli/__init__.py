@@ -1,6 +1,6 @@
 """The ``classify`` command line: the click group and its commands (``main``), the options they
-share (``options``), ``sweep`` and ``compare`` (``sweeping``) and what a command checks before
-its slow imports (``startup``). Thin: it
+share (``options``), ``explain`` and ``evaluate`` (``examining``), ``sweep`` and ``compare``
+(``sweeping``) and what a command checks before its slow imports (``startup``). Thin: it
 parses and delegates.
 
 It may import every other package.

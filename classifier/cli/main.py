@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import click
 
 from classifier.cli import terminal
+from classifier.cli.examining import evaluate, explain
 from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were defined here
     NOT_A_RUN_ID,
     PROBABILITY,
@@ -226,185 +226,8 @@ def predict(
     sys.exit(1 if failed else 0)
 
 
-@cli.command()
-@click.argument("file")
-@model_option(bundle=False)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False),
-    callback=checked,
-    help="File to write (default, here: FILE's name + .contributions.png for n-gram models, "
-    ".occlusion.png for attention models; .html with --format html).",
-)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["png", "html"]),
-    help="png, or a self-contained html page (default: from --output's extension, else png).",
-)
-@click.option(
-    "--threshold",
-    type=PROBABILITY,
-    metavar="PROBABILITY",
-    default=0.5,
-    show_default=True,
-    help="Two classes: the review is positive when P(positive) >= this.",
-)
-@click.option(
-    "--class",
-    "target",
-    metavar="NAME",
-    help="Weigh the words towards this class (default: positive of two classes, else the "
-    "predicted class). More than two classes: a word's push is on the class's margin, its "
-    "logit minus the mean of the others'.",
-)
-def explain(
-    file: str,
-    model_spec: str | None,
-    output: str | None,
-    output_format: str | None,
-    threshold: float,
-    target: str | None,
-) -> None:
-    """Draw one review (FILE, or - for stdin), its label and each word's push towards a
-    class: n-gram contributions (bow, nbow; nbow_attention beside its attention branch's
-    attention), or occlusion beside the attention each word receives (attention models).
-
-    \b
-    Examples:
-      classify explain review.txt                  # writes review.txt.contributions.png
-      classify explain review.txt -o review.html   # a self-contained HTML page
-      sed -n 3p reviews.txt | classify explain - -o third.png
-    """
-    from classifier.serving.reviews import STDIN, STDIN_NAME, input_problem
-
-    check_model(model_spec)  # model first, then the input, as predict does; both at once
-    stdin = terminal.stdin_binary() if file == STDIN else None
-    if problem := input_problem(file, stdin):  # at once, not after TensorFlow has loaded
-        terminal.err(f"classify: {STDIN_NAME if file == STDIN else file}: {problem}")
-        sys.exit(1)
-    terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
-    model = keras_model(model_spec)
-    from classifier.explain.explanation import explain_file, summary, target_class
-    from classifier.serving.keras_engine import labels_of
-
-    if target is not None:
-        target_class(labels_of(model), target)  # one line for a class the model lacks
-
-    done = explain_file(
-        model,
-        file,
-        output=output,
-        output_format=output_format,
-        threshold=threshold,
-        err=terminal.err,
-        stdin=stdin,
-        target=target,
-    )
-    if done is None:
-        sys.exit(1)
-    terminal.out(summary(*done))
-
-
-@cli.command()
-@click.argument("file", metavar="FILE")
-@model_option
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A table, or one JSON object (accuracy, macro_f1, log_loss, ece, n, per class).",
-)
-@click.option(
-    "--text-field",
-    metavar="COLUMN",
-    default="text",
-    show_default=True,
-    help="The column of the texts.",
-)
-@click.option(
-    "--label-field",
-    metavar="COLUMN",
-    default="label",
-    show_default=True,
-    help="The column of the labels.",
-)
-@click.option(
-    "--figures",
-    "figures_dir",
-    type=click.Path(file_okay=False),
-    callback=checked,
-    help="Folder for confusion_matrix.png and reliability_diagram.png "
-    "[default: FILE's name + '-evaluation', here].",
-)
-@click.option(
-    "--batch-size",
-    metavar="COUNT",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Texts per model call.",
-)
-def evaluate(
-    file: str,
-    model_spec: str | None,
-    output_format: str,
-    text_field: str,
-    label_field: str,
-    figures_dir: str | None,
-    batch_size: int,
-) -> None:
-    """Measure a model on your labelled FILE: accuracy, macro-F1, log loss, calibration.
-
-    FILE is a CSV, TSV, JSON Lines or Parquet file with a text and a label column, or a folder
-    with one sub-folder per class; its labels are the model's class names (or their indices).
-    Prints the metrics and a row per class, writes the confusion matrix and the reliability
-    diagram, and logs the evaluation to MLflow against the registered model version (a run in
-    its experiment; a local model is not logged).
-
-    \b
-    Examples:
-      classify evaluate my_reviews.csv
-      classify evaluate --model models:/sst5-sentiment@newest --format json dev.csv
-      classify evaluate --text-field review --label-field stars reviews.jsonl
-    """
-    from classifier.data.files import scan
-    from classifier.serving.evaluation import evaluate_file, format_evaluation, write_figures
-    from classifier.serving.model_source import find_bundle
-
-    checked_file = scan(file, text_field, label_field)  # bad data: one line, before any model
-    bundle = find_bundle(model_spec)
-    if bundle is not None:
-        from classifier.serving.litert_engine import load_bundle
-
-        model = load_bundle(bundle)
-    else:
-        check_model(model_spec)
-        model = keras_model(model_spec)
-    evaluation = evaluate_file(model, file, text_field, label_field, batch_size, checked_file)
-    folder = Path(figures_dir or f"{Path(file.rstrip('/')).stem}-evaluation")
-    figures = write_figures(evaluation, folder)
-    shown = model_spec or "the newest imdb-sentiment"
-    logged = {}
-    if model_spec is None or model_spec.startswith("models:"):
-        from classifier.serving.evaluation import log_evaluation
-        from classifier.serving.versions import registered_version
-
-        version = registered_version(model_spec)
-        if version is not None:
-            shown = f"{version.name} v{version.version}"
-            logged = {"mlflow_run": log_evaluation(evaluation, version, figures)}
-    extra = {"figures": [str(path) for path in figures], **logged}
-    terminal.out(format_evaluation(evaluation, output_format, shown, extra))
-    if output_format == "table":
-        terminal.out(f"\nfigures: {', '.join(extra['figures'])}")
-        if logged:
-            terminal.out(f"logged to MLflow: run {logged['mlflow_run']}, against {shown}")
-
-
+cli.add_command(explain)
+cli.add_command(evaluate)
 cli.add_command(sweep)
 cli.add_command(compare)
 

@@ -1,8 +1,8 @@
 """A user's labelled texts, streamed from disk: a CSV, TSV, JSON Lines or Parquet file (its
 suffix names the format, :data:`FORMATS`) or a folder laid out as Keras'
 ``text_dataset_from_directory`` reads it (one sub-folder per class). It owns reading them
-(:func:`records`), the one checking and counting pass (:func:`scan`), the class order
-(:func:`class_names`) and the stratified train/validation/test split (:func:`split_assignment`).
+(:func:`records`), the one checking and counting pass (:func:`scan`), and the class order
+(:func:`class_names`).
 Bad input is a :class:`~classifier.errors.DataError`, one line naming the file and the line, row
 or text file. No TensorFlow; pyarrow only to read Parquet, imported then. A TFDS data set by
 name (``tfds:NAME``) is read through :mod:`classifier.data.named`, with TensorFlow.
@@ -179,41 +179,6 @@ def class_names(
         hint = "a classifier needs at least two classes (is data.label_field the right column?)"
         raise DataError(f"{prefix}{found}; {hint}")
     return tuple(labels)
-
-
-def split_assignment(
-    codes: np.ndarray, validation: float, test: float, seed: int = 0,
-    *, names: Sequence[str] | None = None, where: str = "",
-) -> np.ndarray:  # fmt: skip
-    """Each row's split as uint8: 0 train, 1 validation, 2 test. Stratified and exact: of a
-    class of ``n`` rows, ``round(validation * n)`` go to validation and ``round(test * n)`` to
-    test (Python's ``round``), picked by ``numpy.random.default_rng(seed)``: the same inputs
-    give the same assignment. A DataError when a class would keep no training row (``names``,
-    by code, and ``where`` name class and source); a ValueError for fractions out of range.
-
-    Example:
-        >>> split_assignment(np.array([0, 0, 0, 0, 1, 1, 1, 1]), 0.25, 0.25, seed=1).tolist()
-        [1, 2, 0, 0, 2, 0, 0, 1]
-    """
-    if validation < 0 or test < 0 or validation + test >= 1:
-        raise ValueError(f"fractions validation={validation}, test={test} leave no training rows")
-    codes, rng = np.asarray(codes), np.random.default_rng(seed)
-    assignment = np.zeros(len(codes), np.uint8)
-    order = np.argsort(codes, kind="stable")
-    classes, starts, sizes = np.unique(codes[order], return_index=True, return_counts=True)
-    for code, start, n in zip(classes.tolist(), starts.tolist(), sizes.tolist(), strict=True):
-        to_validation, to_test = round(validation * n), round(test * n)
-        if to_validation + to_test >= n:
-            label = str(code) if names is None else f"'{names[code]}'"
-            raise DataError(
-                f"{f'{where}: ' if where else ''}class {label} has {n} row{'s' * (n != 1)}: "
-                f"{to_validation} for validation and {to_test} for test leave none for training; "
-                f"add rows or lower data.validation_fraction or data.test_fraction"
-            )
-        rows = order[start : start + n][rng.permutation(n)]
-        assignment[rows[:to_validation]] = 1
-        assignment[rows[to_validation : to_validation + to_test]] = 2
-    return assignment
 
 
 def _name(path: Source) -> str:

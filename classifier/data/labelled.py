@@ -8,9 +8,9 @@ labels before anything is trained or logged, so bad input is one line
 - the class names come from the training rows (``data.labels`` fixes their order; else
   integers in numeric order, else sorted), and are stored with the model;
 - validation and test are their own files (``data.validation``, ``data.test``) or, where none
-  is given, rows of the source chosen stratified by ``data.validation_fraction`` and
-  ``data.test_fraction`` with a fixed seed: every run, whatever its ``train.seed``, splits a
-  file the same way;
+  is given, rows of the source chosen stratified (:func:`split_assignment`) by
+  ``data.validation_fraction`` and ``data.test_fraction`` with a fixed seed: every run,
+  whatever its ``train.seed``, splits a file the same way;
 - a label in validation or test that training lacks is refused.
 
 The texts themselves are read again, streamed, when a split is iterated
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +103,7 @@ def plan_splits(cfg: DataConfig) -> Plan:
     carve_validation = cfg.validation_fraction if given["validation"] is None else 0.0
     carve_test = cfg.test_fraction if given["test"] is None else 0.0
     names = list(source.counts)
-    assignment = files.split_assignment(
+    assignment = split_assignment(
         source.codes, carve_validation, carve_test, SPLIT_SEED, names=names, where=cfg.source
     )
     training_counts = np.bincount(source.codes[assignment == _TRAIN], minlength=len(names))
@@ -128,6 +128,41 @@ def plan_splits(cfg: DataConfig) -> Plan:
             _check_known(scan, labels, name, cfg.source)
             parts[name] = _part(name, scan, labels, None)
     return Plan(labels, parts, *fields)
+
+
+def split_assignment(
+    codes: np.ndarray, validation: float, test: float, seed: int = 0,
+    *, names: Sequence[str] | None = None, where: str = "",
+) -> np.ndarray:  # fmt: skip
+    """Each row's split as uint8: 0 train, 1 validation, 2 test. Stratified and exact: of a
+    class of ``n`` rows, ``round(validation * n)`` go to validation and ``round(test * n)`` to
+    test (Python's ``round``), picked by ``numpy.random.default_rng(seed)``: the same inputs
+    give the same assignment. A DataError when a class would keep no training row (``names``,
+    by code, and ``where`` name class and source); a ValueError for fractions out of range.
+
+    Example:
+        >>> split_assignment(np.array([0, 0, 0, 0, 1, 1, 1, 1]), 0.25, 0.25, seed=1).tolist()
+        [1, 2, 0, 0, 2, 0, 0, 1]
+    """
+    if validation < 0 or test < 0 or validation + test >= 1:
+        raise ValueError(f"fractions validation={validation}, test={test} leave no training rows")
+    codes, rng = np.asarray(codes), np.random.default_rng(seed)
+    assignment = np.zeros(len(codes), np.uint8)
+    order = np.argsort(codes, kind="stable")
+    classes, starts, sizes = np.unique(codes[order], return_index=True, return_counts=True)
+    for code, start, n in zip(classes.tolist(), starts.tolist(), sizes.tolist(), strict=True):
+        to_validation, to_test = round(validation * n), round(test * n)
+        if to_validation + to_test >= n:
+            label = str(code) if names is None else f"'{names[code]}'"
+            raise DataError(
+                f"{f'{where}: ' if where else ''}class {label} has {n} row{'s' * (n != 1)}: "
+                f"{to_validation} for validation and {to_test} for test leave none for training; "
+                f"add rows or lower data.validation_fraction or data.test_fraction"
+            )
+        rows = order[start : start + n][rng.permutation(n)]
+        assignment[rows[:to_validation]] = 1
+        assignment[rows[to_validation : to_validation + to_test]] = 2
+    return assignment
 
 
 def _part(name: str, scan: files.Scan, labels: tuple[str, ...], rows: np.ndarray | None) -> Part:

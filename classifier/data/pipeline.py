@@ -7,7 +7,7 @@ training and validation reviews (default 15,000 / 10,000, as in the reference ex
 the ``test`` split (25,000) is only used for the final evaluation, never for model selection,
 and ``unsupervised`` (50,000 unlabelled reviews) is reachable through :func:`load_unsupervised`.
 A user's labelled file or folder (``data.source``) is planned by :mod:`classifier.data.labelled`
-and streamed from disk.
+and streamed from disk. The batches of token ids come from :mod:`classifier.data.batching`.
 
 Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
@@ -20,23 +20,19 @@ Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
 from __future__ import annotations
 
-import atexit
-import functools
 import itertools
 import re
-import shutil
 import string
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from classifier.config.schema import IMDB_TRAIN_REVIEWS, LABELS, DataConfig
+from classifier.config.schema import LABELS, DataConfig
+from classifier.data.batching import VECTORIZE_BATCH, cache_file, vectorize
 from classifier.data.labelled import Plan, plan_splits
 from classifier.data.source import (
     DATASET,
@@ -47,8 +43,6 @@ from classifier.data.source import (
     tfds_load,
 )
 from classifier.errors import DataNotFoundError
-
-VECTORIZE_BATCH = 1024
 
 _BREAK_TAG = r"<br\s*/?>"
 _PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
@@ -262,78 +256,6 @@ def build_vectorizer(cfg: DataConfig, train: tf.data.Dataset) -> ReviewVectorize
     return vectorizer
 
 
-def vectorize(
-    dataset: tf.data.Dataset,
-    vectorizer: ReviewVectorizer,
-    batch_size: int,
-    shuffle_seed: int | None = None,
-    bucket_by_length: bool = False,
-    cache_file: str = "",
-) -> tf.data.Dataset:
-    """Vectorize once, cache, optionally shuffle (seeded, reshuffled each epoch), batch, prefetch.
-
-    The cache holds each review's ids without their padding: in memory (``cache_file`` empty),
-    or in files of that prefix, so that a labelled file larger than memory trains in memory
-    that does not grow with it (ids of 1,000,000 reviews take gigabytes).
-
-    With ``bucket_by_length`` each batch holds reviews of similar length and is padded only to
-    its longest review (at most ``sequence_length``) instead of to ``sequence_length``: the
-    same model function (the padding is masked everywhere) at a fraction of the work, since
-    half the reviews are shorter than 175 words. Batches keep ``batch_size`` reviews; their
-    order stays deterministic for a given seed, so two passes over an unshuffled split agree.
-    """
-    ids = (
-        dataset.batch(VECTORIZE_BATCH)
-        .map(lambda text, label: (vectorizer(text), label), num_parallel_calls=tf.data.AUTOTUNE)
-        .unbatch()
-        .map(_drop_padding)
-        .cache(cache_file)
-    )
-    if shuffle_seed is not None:  # a full shuffle of a training portion (pretraining: partial)
-        ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)
-    if not bucket_by_length:
-        length = vectorizer.sequence_length
-        return ids.padded_batch(batch_size, ([length], [])).prefetch(tf.data.AUTOTUNE)
-    boundaries = length_buckets(vectorizer.sequence_length)
-    # Each bucket yields ceil(reviews in it / batch_size) batches, whatever the order; stating
-    # the count lets Keras know the epoch length (no "ran out of data" warning). The counting
-    # pass also fills the cache, which the first epoch would do anyway.
-    lengths = np.concatenate([batch.numpy() for batch in ids.map(_length).batch(4096)])
-    per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
-    batches = int(np.sum(-(-per_bucket // batch_size)))
-    return (
-        ids.bucket_by_sequence_length(
-            _length,  # the same length as counted above
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-        )
-        .apply(tf.data.experimental.assert_cardinality(batches))
-        .prefetch(tf.data.AUTOTUNE)
-    )
-
-
-def length_buckets(sequence_length: int, buckets: int = 8) -> list[int]:
-    """Upper bounds (exclusive) of equal-width length buckets below ``sequence_length``.
-
-    Example:
-        >>> length_buckets(256)
-        [33, 65, 97, 129, 161, 193, 225]
-    """
-    width = max(1, sequence_length // buckets)
-    return [bound + 1 for bound in range(width, sequence_length - width + 1, width)]
-
-
-def _length(token_ids: tf.Tensor, label: tf.Tensor) -> tf.Tensor:
-    """The length of one trimmed review: what picks its bucket."""
-    return tf.shape(token_ids)[0]
-
-
-def _drop_padding(token_ids: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Cut the trailing padding of one review (padding only ever follows the ids; keep >= 1)."""
-    length = tf.maximum(tf.math.count_nonzero(token_ids, dtype=tf.int32), 1)
-    return token_ids[:length], label
-
-
 def make_datasets(
     cfg: DataConfig, raw: RawSplits, vectorizer: ReviewVectorizer, seed: int = 0
 ) -> Datasets:
@@ -350,28 +272,6 @@ def make_datasets(
         validation=pipeline(raw.validation, "validation", None),
         test=pipeline(raw.test, "test", None),
     )
-
-
-def cache_file(name: str) -> str:
-    """A new file prefix for one split's cached ids, in a folder of this process's own under
-    the temporary directory (``TMPDIR``), removed when the process ends.
-
-    Example::
-
-        cache_file("train")  # '/tmp/classify-ids-k2j4_x/train-1'
-    """
-    _cache_names.append(name)
-    return str(_cache_folder() / f"{name}-{len(_cache_names)}")
-
-
-_cache_names: list[str] = []
-
-
-@functools.cache
-def _cache_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="classify-ids-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return folder
 
 
 def resumed_seed(seed: int, epochs_done: int) -> int:

@@ -13,15 +13,16 @@ explained the same way.
 The attention a token *receives* is the mean, over the real (non-padding) query positions q,
 of ``weights[q, k]``: it sums to 1 over the review's tokens.
 
-A linear model (``bow``, ``explains="contributions"``) is its own explanation: each word is
-shaded by its contribution to the log-odds of ``positive`` (:func:`word_contributions`),
-signed, from red (towards negative) to blue (towards positive). Attention has no sign (a
-strongly attended word may push either way), so an attention model's words are shaded the same
-way by their occlusion (:func:`word_occlusion`: the log-odds with the word minus without it),
-and the attention they receive is a second panel. A fused model (``nbow_attention``,
-``explains="contributions+attention"``) shows its n-gram branch's word contributions, what its
-attention branch adds to the log-odds (:func:`branch_log_odds`), and that branch's attention as
-the second panel.
+Words are weighed towards one class (the second of two, ``positive``; else the predicted
+class or one named): by its log-odds for two classes, by its margin (its logit minus the mean of
+the others') for more. A linear model (``bow``, ``nbow``: ``explains="contributions"``) is its
+own explanation: each word is shaded by its exact contribution, signed, from red (away from the
+class) to blue (towards it). Attention has no sign (a strongly attended word may push either
+way), so an attention model's words are shaded the same way by their occlusion (the margin with
+the word minus without it), and the attention they receive is a second panel. A fused model
+(``nbow_attention``, ``explains="contributions+attention"``) shows its n-gram branch's word
+contributions, what its attention branch adds, and that branch's attention as the second panel.
+The numbers come from :mod:`classifier.explain.measures`.
 
 Example (a trained model; ``classify explain`` does this)::
 
@@ -32,7 +33,6 @@ Example (a trained model; ``classify explain`` does this)::
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -44,9 +44,15 @@ import tensorflow as tf
 from classifier import plots
 from classifier.config import variants
 from classifier.data.pipeline import standardize_review
-from classifier.errors import ExplainError, ModelError
+from classifier.errors import ExplainError
+from classifier.explain.measures import (
+    attention_received,
+    branch_log_odds,
+    target_class,
+    word_contributions,
+    word_occlusion,
+)
 from classifier.explain.views import Explanation, figure_arguments, write_html
-from classifier.layers.ngrams import ngram_features
 from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
 from classifier.serving.predict import DEFAULT_THRESHOLD
 from classifier.serving.reviews import STDIN, Reporter, read_reviews, review_byte_limit
@@ -182,163 +188,6 @@ def explain_text(
         ngram_order=getattr(bag, "order", 2),
         scaled="NB-scaled" if getattr(bag, "scale_name", "idf") == "ratio" else "TF-IDF",
     )
-
-
-def target_class(
-    labels: tuple[str, ...], target: str | None, probabilities: np.ndarray | None = None
-) -> int:
-    """The index of the class a review's words are weighed towards: ``target`` (a class name
-    or index), else the second of two classes (``positive``), else the most probable.
-
-    Raises:
-        ModelError: ``target`` is not one of ``labels``; the line names them.
-
-    Example:
-        >>> target_class(("negative", "positive"), None), target_class(("a", "b", "c"), "c")
-        (1, 2)
-    """
-    if target is not None:
-        if target in labels:
-            return labels.index(target)
-        if target.isdigit() and int(target) < len(labels):
-            return int(target)
-        raise ModelError(
-            f"--class {target!r} is not a class of the model; its classes: " + ", ".join(labels)
-        )
-    if len(labels) == 2 or probabilities is None:
-        return 1
-    return int(np.argmax(probabilities))
-
-
-def margin_direction(matrix: np.ndarray, c: int) -> np.ndarray:
-    """The combination of a head's K columns (or K logits, the last axis) that gives class
-    ``c``'s margin: its logit minus the mean logit of the other classes. For two classes that
-    is the log-odds of ``c``; softmax's probabilities rank the classes as the margins do.
-
-    Example:
-        >>> margin_direction(np.array([1.0, 3.0, 8.0]), 2).item()  # 8 - (1 + 3) / 2
-        6.0
-    """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    others = np.delete(matrix, c, axis=-1)
-    return matrix[..., c] - others.mean(axis=-1)
-
-
-def word_occlusion(
-    classifier: keras.Model, token_ids: np.ndarray, batch_size: int = 64, c: int = 1
-) -> tuple[float, np.ndarray]:
-    """P(class ``c``) of one review's ids (no padding), and per word how far it moves class
-    ``c``'s margin (:func:`margin_direction` of the log-probabilities; the log-odds of positive
-    for two classes): the margin of the review minus that of the review without the word (the
-    words after it move up one place). Positive: the word pushes towards class ``c``.
-
-    Example (a trained classifier)::
-
-        probability, moves = word_occlusion(classifier, np.array([12, 845, 7]))
-    """
-    ids = np.asarray(token_ids, dtype=np.int64)
-    n = len(ids)
-    without = np.zeros((n, max(n - 1, 1)), dtype=np.int64)  # a one-word review: empty (padding)
-    for i in range(n):
-        without[i, : n - 1] = np.delete(ids, i)
-    rows = np.concatenate([ids[None, :], np.pad(without, ((0, 0), (0, n - without.shape[1])))])
-    probabilities = np.concatenate(
-        [
-            keras.ops.convert_to_numpy(classifier(rows[i : i + batch_size], training=False))
-            for i in range(0, len(rows), batch_size)
-        ]
-    ).astype(np.float64)
-    probabilities = np.clip(probabilities, 1e-12, 1.0)
-    margins = margin_direction(np.log(probabilities), c)
-    return float(probabilities[0, c]), margins[0] - margins[1:]
-
-
-def word_contributions(
-    classifier: keras.Model, token_ids: np.ndarray, c: int = 1
-) -> tuple[float, np.ndarray]:
-    """The sigmoid of class ``c``'s margin (for two classes, P(``c``)) of a bag-of-n-grams
-    classifier (``bow``, ``nbow``) for one review's ids (no padding), and each word's
-    contribution to that margin (the log-odds of positive for two classes,
-    :func:`margin_direction`). Of a fused classifier (``nbow_attention``): the contributions of
-    its n-gram branch (layer ``bag``), and the sigmoid of that branch's margin alone.
-
-    A feature f (a word, or n neighbouring words) adds ``(value_f * k_f) . d`` to the margin,
-    where ``value_f`` is its normalised value (TF-IDF, or NB-scaled; for more than two classes
-    one per output, each class's one-vs-rest ratio), ``k_f`` its kernel row and ``d`` the
-    head's margin direction (the temperature included). A word receives its
-    unigram's share and 1/n of each n-gram's it is in, split evenly over repeats (a feature
-    counts once). So the contributions sum to the log-odds minus the bias (the calibration's
-    offset is in the bias): nothing is lost or invented.
-    """
-    bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
-    kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
-    direction = margin_direction(kernel, c)
-    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
-    features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
-    if values.ndim == 1:  # one value per feature (two classes), else one per output (K NB ratios)
-        values = values[:, None]
-    rows = keras.ops.convert_to_numpy(bag.kernel).astype(np.float64)[features]  # (F, outputs)
-    added = (values * rows) @ direction
-    per_feature = {  # first occurrences only: a repeat's values are 0
-        int(f): float(c) for f, c, v in zip(features, added, values.any(axis=1), strict=True) if v
-    }
-    order = getattr(bag, "order", 2)  # bow: words and pairs
-    unsorted = ngram_features(ids, bag.vocab_size, bag.buckets, order)
-    unsorted = keras.ops.convert_to_numpy(unsorted)[0].tolist()
-    length, spans, offset = ids.shape[1], [], 0  # spans: (feature, first word, n)
-    for n in range(1, order + 1):
-        count = max(length - n + 1, 0)
-        spans += [(f, start, n) for start, f in enumerate(unsorted[offset : offset + count])]
-        offset += count
-    times = Counter(f for f, _, _ in spans)
-    shares = np.zeros(length)
-    for feature, start, n in spans:
-        shares[start : start + n] += per_feature.get(feature, 0.0) / times[feature] / n
-    bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
-    margin = float(shares.sum() + bias + margin_direction(head_bias, c))
-    return float(1 / (1 + np.exp(-margin))), shares
-
-
-def branch_log_odds(
-    classifier: keras.Model, token_ids: np.ndarray, layer: str = "attention_logits", c: int = 1
-) -> float:
-    """What one branch of a fused classifier (``nbow_attention``) adds to class ``c``'s margin
-    (the log-odds of positive for two classes) for one review's ids (no padding): the logits of
-    its layer ``layer``, through the head's margin direction (the temperature included). The n-gram branch's word
-    contributions (:func:`word_contributions`), its bias, the head's bias and this sum to the
-    model's log-odds.
-
-    Example (a trained ``nbow_attention`` classifier)::
-
-        attention_part = branch_log_odds(classifier, np.array([12, 845, 7]))
-    """
-    kernel = keras.ops.convert_to_numpy(classifier.get_layer("head").kernel).astype(np.float64)
-    branch = keras.Model(classifier.input, classifier.get_layer(layer).output)
-    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
-    logits = keras.ops.convert_to_numpy(branch(ids, training=False))[0].astype(np.float64)
-    return float(logits @ margin_direction(kernel, c))
-
-
-def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Attention each key receives: the mean over heads, then over real query positions.
-
-    Args:
-        weights: (h, T, S) or (T, S) attention weights of one sequence (rows: queries).
-        mask: (T,) bool, ``True`` at real tokens (queries and keys share it).
-
-    Returns:
-        (S,) float array, 0 at padding; it sums to 1 when every real row sums to 1.
-
-    Example:
-        >>> attention_received(np.array([[[0.5, 0.5], [1.0, 0.0]]]), np.array([True, True]))
-        array([0.75, 0.25])
-    """
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.ndim == 3:
-        weights = weights.mean(axis=0)
-    mask = np.asarray(mask, dtype=bool)
-    received = weights[mask].mean(axis=0) if mask.any() else np.zeros(weights.shape[-1])
-    return np.where(mask, received, 0.0)
 
 
 # --- one file, end to end --------------------------------------------------------------------

@@ -61,7 +61,7 @@ def build_classifier(
     ``num_classes`` outputs.
 
     ``sequence_length`` is the longest T (the size of a learned position table); shorter
-    batches, such as the length buckets of :func:`classifier.data.pipeline.vectorize`, run as they are.
+    batches, such as the length buckets of :func:`classifier.data.batching.vectorize`, run as they are.
     """
     if num_classes < 2:
         raise ValueError(f"a classifier needs at least two classes, got {num_classes}")

@@ -21,7 +21,8 @@ import tensorflow as tf
 
 import classifier.layers  # noqa: F401 - registers the custom layers
 from classifier.config.schema import LABELS
-from classifier.data.pipeline import VECTORIZE_BATCH, ReviewVectorizer
+from classifier.data.batching import VECTORIZE_BATCH
+from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError
 from classifier.layers import ClassNames
 from classifier.serving.batching import MAX_CHUNK, length_sorted_batches, token_counts

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.config.schema import Config
+from classifier.data.batching import vectorize
 from classifier.data.pipeline import (
     Datasets,
     RawSplits,
@@ -42,7 +43,6 @@ from classifier.data.pipeline import (
     build_vectorizer,
     load_last_unlabelled,
     make_datasets,
-    vectorize,
 )
 from classifier.errors import TrainingDiverged
 from classifier.evaluation.calibration import (

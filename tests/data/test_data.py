@@ -13,11 +13,12 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from classifier.config.schema import load_config
+from classifier.data import batching
 from classifier.data import pipeline as data
+from classifier.data.batching import length_buckets
 from classifier.data.pipeline import (
     ReviewVectorizer,
     build_vectorizer,
-    length_buckets,
     load_last_unlabelled,
     load_raw_splits,
     load_unsupervised,
@@ -140,18 +141,18 @@ def test_a_labelled_files_ids_are_cached_on_disk_imdbs_in_memory(cfg, tmp_path):
     labelled = load_config(None, [f"data.source={tmp_path / 'texts.csv'}"]).data
     raw = load_raw_splits(labelled)
     vectorizer = build_vectorizer(labelled, raw.train)
-    before = set(data._cache_folder().iterdir())
+    before = set(batching._cache_folder().iterdir())
     on_disk = make_datasets(labelled, raw, vectorizer, seed=1)
-    written = {path.name.split("-")[0] for path in set(data._cache_folder().iterdir()) - before}
+    written = {path.name.split("-")[0] for path in set(batching._cache_folder().iterdir()) - before}
     assert written == {"train", "validation", "test"}  # the buckets' counting pass filled them
-    in_memory = data.vectorize(raw.train, vectorizer, labelled.batch_size, 1, True)
+    in_memory = batching.vectorize(raw.train, vectorizer, labelled.batch_size, 1, True)
     for (ids, labels), (want_ids, want_labels) in zip(on_disk.train, in_memory, strict=True):
         np.testing.assert_array_equal(ids.numpy(), want_ids.numpy())
         np.testing.assert_array_equal(labels.numpy(), want_labels.numpy())
     imdb_raw = load_raw_splits(cfg)
-    before = set(data._cache_folder().iterdir())
+    before = set(batching._cache_folder().iterdir())
     make_datasets(cfg, imdb_raw, build_vectorizer(cfg, imdb_raw.train), seed=1)
-    assert set(data._cache_folder().iterdir()) == before
+    assert set(batching._cache_folder().iterdir()) == before
 
 
 def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cfg):

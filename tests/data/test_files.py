@@ -26,8 +26,8 @@ from classifier.data.files import (
     records,
     scan,
     source_format,
-    split_assignment,
 )
+from classifier.data.labelled import split_assignment
 from classifier.errors import DataError, UserError
 from tests.conftest import ROOT
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from classifier.explain.explanation import attention_received, explain_text
+from classifier.explain.explanation import explain_text
+from classifier.explain.measures import attention_received
 from classifier.layers import attention_mask, padding_mask
 from classifier.serving.predict import predict_texts
 from tests.model_helpers import NEGATIVE, PNG_MAGIC, POSITIVE, VARIANTS, err_lines, run, untrained

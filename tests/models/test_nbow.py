@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from classifier.data.pipeline import load_raw_splits
-from classifier.explain.explanation import explain_text, word_contributions
+from classifier.explain.explanation import explain_text
+from classifier.explain.measures import word_contributions
 from classifier.layers.nb_ngrams import class_feature_counts, log_count_ratios
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.predict import predict_texts

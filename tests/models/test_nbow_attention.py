@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from classifier.config.schema import ModelConfig
-from classifier.explain.explanation import branch_log_odds, explain_text, word_contributions
+from classifier.explain.explanation import explain_text
+from classifier.explain.measures import branch_log_odds, word_contributions
 from classifier.models import classifier as builders
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.predict import predict_texts

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from classifier.config.schema import load_config
-from classifier.data.pipeline import build_vectorizer, load_raw_splits, vectorize
+from classifier.data.batching import vectorize
+from classifier.data.pipeline import build_vectorizer, load_raw_splits
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.serving.bundle import write_bundle
 from classifier.serving.litert_engine import MODEL_FILE, load_bundle

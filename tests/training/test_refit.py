@@ -9,7 +9,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import load_config
-from classifier.data.pipeline import ReviewVectorizer, load_last_unlabelled, vectorize
+from classifier.data.batching import vectorize
+from classifier.data.pipeline import ReviewVectorizer, load_last_unlabelled
 from classifier.evaluation.calibration import Calibration, head_log_odds
 from classifier.evaluation.metrics import mean_entropy, sigmoid
 from classifier.runs.resume import newest_whole_checkpoint

@@ -69,6 +69,8 @@ format: $(STAMP) ## Format the code with ruff
 
 SPEC ?= configs/sweeps/variants.yaml
 PORT ?= 5000
+# STORE: the SQLite store `make ui` shows (its artifacts: mlruns/ beside it).
+STORE ?= mlflow.db
 
 # STORAGE: the Optuna storage that workers on several machines share (make server prints it).
 # THREADS: TensorFlow threads of this worker (several workers on one machine: cores / workers).
@@ -82,24 +84,29 @@ server: $(STAMP) ## Start PostgreSQL and an MLflow server on it, with passwords,
 server-stop: ## Stop what make server started
 	scripts/server.sh stop
 
-ui: $(STAMP) ## Start the MLflow UI on mlflow.db, bound to 127.0.0.1 (PORT=5000)
-	@echo "MLflow UI: $$($(BIN)/python scripts/ui_url.py $(PORT) mlflow.db)  (store: $(abspath mlflow.db); Ctrl-C stops it)"
+ui: $(STAMP) ## Start the MLflow UI on mlflow.db, bound to 127.0.0.1 (PORT=5000, STORE=mlflow.db)
+	@echo "MLflow UI: $$($(BIN)/python scripts/ui_url.py $(PORT) $(STORE))  (store: $(abspath $(STORE)); Ctrl-C stops it)"
 	@# One worker, no access log, no deprecation warning from mlflow's own imports: only errors.
 	@MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false MLFLOW_LOGGING_LEVEL=WARNING \
 		PYTHONWARNINGS="ignore:starlette.middleware.wsgi is deprecated" \
-		$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath mlflow.db) \
-		--registry-store-uri sqlite:///$(abspath mlflow.db) \
-		--default-artifact-root $(abspath mlruns) --host 127.0.0.1 --port $(PORT) \
+		$(BIN)/mlflow ui --backend-store-uri sqlite:///$(abspath $(STORE)) \
+		--registry-store-uri sqlite:///$(abspath $(STORE)) \
+		--default-artifact-root $(abspath $(dir $(STORE))mlruns) --host 127.0.0.1 --port $(PORT) \
 		--workers 1 --uvicorn-opts "--log-level warning"
 
 predict: $(STAMP) ## Classify FILE with the newest registered model (make predict FILE=review.txt)
 	@if [ -z "$(FILE)" ]; then echo "usage: make predict FILE=path [FILE='a.txt b.txt']" >&2; exit 2; fi
 	$(BIN)/classify predict $(FILE)
 
-BENCHMARKS := attention_kernels train_throughput predict_throughput baseline_sklearn allocator
+# Every script in benchmarks/ (machine.py is their helper); one-off probes live in experiments/.
+BENCHMARKS := attention_kernels train_throughput predict_throughput baseline_sklearn allocator \
+	data_scale sst5_baselines sweep_throughput sweep_load
 BENCH_OUT = benchmarks/results$(if $(QUICK),-quick).md
+# What the benchmarks compare with (sst5_baselines.py): never a dependency of classify.
+BENCH_ONLY := fasttext-wheel
 
 bench: $(STAMP) ## Run the benchmarks, tables into benchmarks/results.md (QUICK=1: minutes)
+	$(BIN)/pip install --quiet $(BENCH_ONLY)
 	@set -o pipefail; for name in $(BENCHMARKS); do \
 		$(BIN)/python benchmarks/$$name.py $(if $(QUICK),--quick) || exit 1; echo; \
 	done | tee $(BENCH_OUT)

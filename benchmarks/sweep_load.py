@@ -94,7 +94,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--points", type=int, default=16)
+    parser.add_argument("--quick", action="store_true", help="4 workers on 4 points")
     args = parser.parse_args()
+    if args.quick:
+        args.workers, args.points = 4, 4
     folder = Path(tempfile.mkdtemp(prefix="classify-load-"))
     folder.chmod(0o755)
     results = {}

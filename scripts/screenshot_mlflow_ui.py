@@ -16,7 +16,8 @@ and against the training time (plotly fits both axes to the points), and validat
 and validation loss per epoch, one line per variant on a y range fitted to the values logged.
 Two charts a row and the run list hidden give every legend the width to name every variant.
 
-Needs a finished (or partly finished) sweep in the store and ``apt-get install chromium``.
+Needs a finished (or partly finished) sweep in the store and ``apt-get install chromium``. The
+server and browser steps are ``scripts/browser.py``, which the UI's browser test shares.
 
 Usage:
     .venv/bin/python scripts/screenshot_mlflow_ui.py                      # docs/mlflow-compare.png
@@ -32,42 +33,17 @@ import hashlib
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    # Headless Chromium reports no hover-capable pointer ("(hover: none)"), and plotly.js then
-    # shows every chart's mode bar all the time, over the top right of the plot; a mouse-like
-    # pointer keeps the mode bars hidden as on a desktop browser.
-    "--blink-settings=primaryHoverType=2,availableHoverTypes=2,"
-    "primaryPointerType=4,availablePointerTypes=4",
-]
+from browser import BROWSER_HOST, free_port, screenshot, stop, wait_healthy  # noqa: E402 - scripts/
+
 SHARED_VIEW_TAG = "mlflow.sharedViewState."  # what the UI's "share" button writes
-# Four charts (two rows) fill a 2240 x 1250 window, wide enough for each legend to name the
-# nine variants of `make sweep` in two lines (at 1920 the third line is cut off). Chromium
-# resolves *.localhost to the loopback address. Under a name other than localhost or 127.0.0.1
-# the UI does not open its assistant panel over a third of the page; the server is told to
-# accept that name (Host header and same-origin POSTs) and stays bound to 127.0.0.1.
-BROWSER_HOST = "mlflow-ui.localhost"
 # The view's charts, in one section: test accuracy against the best validation accuracy and
 # against the training time (scatter plots), and validation accuracy and loss per epoch.
 SECTION_ID = "sweep-variants"
@@ -100,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", type=int, default=2, help="Charts per row.")
     parser.add_argument("--card-height", type=int, default=420, help="Chart height in pixels.")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    # Four charts (two rows) fill a 2240 x 1250 window, wide enough for each legend to name the
+    # nine variants of `make sweep` in two lines (at 1920 the third line is cut off).
     parser.add_argument("--window-size", default="2240,1250", help="Width,height in pixels.")
     parser.add_argument(
         "--budget-ms", type=int, default=60000, help="Chromium's --virtual-time-budget."
@@ -307,57 +285,6 @@ def history_range(client, run_ids: list[str], metric: str) -> dict[str, float]:
     low, high = min(values), max(values)
     spare = (high - low) * 0.05 or 0.01
     return {"yMin": round(low - spare, 4), "yMax": round(high + spare, 4)}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_healthy(base: str, server: subprocess.Popen, log: Path, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            sys.exit(f"mlflow ui exited ({server.returncode}):\n{log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{base}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.5)
-    sys.exit(f"mlflow ui was not healthy within {timeout:.0f} s; see {log}")
-
-
-def screenshot(chromium: str, url: str, output: Path, window_size: str, budget_ms: int) -> None:
-    """Let headless Chromium load ``url`` and write a PNG of the window."""
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        command = [
-            chromium,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            f"--screenshot={output}",
-            f"--window-size={window_size}",
-            f"--virtual-time-budget={budget_ms}",
-            url,
-        ]
-        print(f"chromium: {url}")
-        done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    if done.returncode != 0 or not output.is_file():
-        sys.exit(f"chromium failed ({done.returncode}):\n{done.stderr[-2000:]}")
-
-
-def stop(server: subprocess.Popen) -> None:
-    """Stop the server and its workers by its process group (its PID)."""
-    if server.poll() is not None:
-        return
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=15)
 
 
 if __name__ == "__main__":

@@ -184,3 +184,15 @@ def test_the_pyfunc_model_imports_no_tensorflow():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_make_bench_runs_every_script_in_benchmarks():
+    # benchmarks/ holds what `make bench` runs (each with a --quick size); probes: experiments/.
+    root = PACKAGE.parent
+    makefile = (root / "Makefile").read_text()
+    listed = makefile.split("BENCHMARKS :=", 1)[1].split("\nBENCH_OUT", 1)[0]
+    listed_names = set(listed.replace("\\", " ").split())
+    scripts = {path.stem for path in (root / "benchmarks").glob("*.py")} - {"machine"}
+    assert listed_names == scripts
+    for name in scripts:
+        assert '"--quick"' in (root / "benchmarks" / f"{name}.py").read_text(), name

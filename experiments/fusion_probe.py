@@ -24,8 +24,8 @@ of the two log-odds with its weights chosen by 5-fold cross-validation inside va
 reader's epoch is cross-chosen: each half of validation is scored with the epoch that did best
 on the other half. ``--residual-only`` skips the reader alone.
 
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/fusion_probe.py --folds 2
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/fusion_probe.py --word-vectors 64
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/fusion_probe.py --folds 2
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/fusion_probe.py --word-vectors 64
 
 Prints one table (validation accuracy); takes about 20 minutes on 2 cores.
 """

@@ -9,7 +9,7 @@ whose MLflow store stayed on the machine that ran them. The plot is the one ever
 
 Usage::
 
-    python benchmarks/pretraining_curves.py docs/pretraining-finetuning.png
+    python experiments/pretraining_curves.py docs/pretraining-finetuning.png
 """
 
 from __future__ import annotations

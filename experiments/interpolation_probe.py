@@ -12,7 +12,7 @@ get no gradient).
 Prints validation accuracy per ``beta`` and seed, on the 10,000 validation reviews (never the
 test split):
 
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/interpolation_probe.py RUN_ID...
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/interpolation_probe.py RUN_ID...
 
 ``RUN_ID``: ``nbow`` runs without refit (their models never saw the validation reviews), e.g. the
 three ``nbow`` points of ``make sweep``. About 10 s per run on 2 cores.

@@ -24,7 +24,7 @@ the check that can choose between them without the test split.
 It chooses nothing and changes nothing; the test split is only measured.
 
 Usage:
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/calibration_check.py RUN_ID...
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/calibration_check.py RUN_ID...
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Self-pretraining on a GPU: what a wider encoder, pretrained for longer, buys on IMDB.
 
 The device machine lent to some sessions has an H100 but no TensorFlow and no network (see
-README "On a GPU"). So ``benchmarks/gpu_pretrain_host.py prepare`` turns the text into token
+README "On a GPU"). So ``experiments/gpu_pretrain_host.py prepare`` turns the text into token
 ids here, with TensorFlow, and this script runs where Keras runs, on the device under
 ``KERAS_BACKEND=jax``.
 
@@ -27,21 +27,21 @@ still stops it). Then fine-tuning alone from its weights (``--init-weights``,
 schedule (``--finetune-schedule linear``). A further pretraining call can go on from
 ``--init-weights`` with another ``--seed`` (the MLM head and the optimizer start afresh)::
 
-    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --no-finetune \\
+    KERAS_BACKEND=jax python experiments/gpu_pretrain.py run .gpu "$OUT" --no-finetune \\
         --pretrain-epochs 30 --pretrain-minutes 8 --warmup 1000
-    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 0 \\
+    KERAS_BACKEND=jax python experiments/gpu_pretrain.py run .gpu "$OUT" --pretrain-minutes 0 \\
         --init-weights .gpu/encoder.weights.h5 --pretrain-results .gpu/results.json \\
         --no-scratch --finetune-schedule linear --pretrained-lrs 2e-4 3e-4 5e-4 --max-epochs 4
 
 Usage::
 
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain_host.py prepare .gpu
-    KERAS_BACKEND=jax python benchmarks/gpu_pretrain.py run .gpu "$OUT" ...  # the calls above
-    python benchmarks/gpu_pretrain.py report "$OUT/results.json" results.md pretraining.png
-    python benchmarks/gpu_pretrain_host.py export "$OUT/results.json" "$OUT/encoder.weights.h5" .gpu
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/gpu_pretrain_host.py prepare .gpu
+    KERAS_BACKEND=jax python experiments/gpu_pretrain.py run .gpu "$OUT" ...  # the calls above
+    python experiments/gpu_pretrain.py report "$OUT/results.json" results.md pretraining.png
+    python experiments/gpu_pretrain_host.py export "$OUT/results.json" "$OUT/encoder.weights.h5" .gpu
 
 The figures of 2026-11-22 (H100, 10 minutes of pretraining): README "Self-pretraining on a
-GPU", ``benchmarks/gpu_pretrain_results.md`` and ``docs/gpu-pretraining.png``.
+GPU", ``experiments/gpu_pretrain_results.md`` and ``docs/gpu-pretraining.png``.
 """
 
 from __future__ import annotations

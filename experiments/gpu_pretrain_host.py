@@ -1,4 +1,4 @@
-"""The host side of ``benchmarks/gpu_pretrain.py``: TensorFlow and MLflow, which the GPU
+"""The host side of ``experiments/gpu_pretrain.py``: TensorFlow and MLflow, which the GPU
 machine lacks.
 
 ``prepare OUT``: the pretraining text of ``configs/pretrain.yaml`` (49,000 unlabelled reviews +
@@ -14,8 +14,8 @@ pretrain`` logs one (experiment ``imdb-pretrain``, registered ``imdb-encoder``, 
 
 Usage::
 
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/gpu_pretrain_host.py prepare .gpu
-    python benchmarks/gpu_pretrain_host.py export results.json encoder.weights.h5 .gpu
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/gpu_pretrain_host.py prepare .gpu
+    python experiments/gpu_pretrain_host.py export results.json encoder.weights.h5 .gpu
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def export(results_path: Path, weights: Path, ids_dir: Path) -> None:
             "train_size": len(np.load(ids_dir / "ids.npz")["train_lengths"]),
             "model": {key: getattr(sizes, key) for key in ENCODER_KEYS},
             "run_id": run.info.run_id,
-            "trained_by": "benchmarks/gpu_pretrain.py (Keras JAX backend, GPU)",
+            "trained_by": "experiments/gpu_pretrain.py (Keras JAX backend, GPU)",
         }
         with tempfile.TemporaryDirectory() as folder:
             written = write_encoder(encoder, vocabulary, Path(folder) / ENCODER_DIR, info)

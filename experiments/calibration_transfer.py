@@ -21,7 +21,7 @@ The test split is not read. It prints one markdown table: mean validation NLL an
 and variant.
 
 Usage:
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/calibration_transfer.py \\
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/calibration_transfer.py \\
         --sweep 107200c79a1042e8a3cba2c62de07a16
 """
 
@@ -38,7 +38,8 @@ import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
 
 from classifier.config.schema import Config  # noqa: E402
-from classifier.data.pipeline import load_last_unlabelled, load_raw_splits, vectorize  # noqa: E402
+from classifier.data.batching import vectorize  # noqa: E402
+from classifier.data.pipeline import load_last_unlabelled, load_raw_splits  # noqa: E402
 from classifier.evaluation.calibration import Calibration, head_log_odds  # noqa: E402
 from classifier.evaluation.metrics import (  # noqa: E402
     LOG_INVERSE_T,

@@ -17,7 +17,7 @@ Usage::
 
     classify train --config configs/variants/bow.yaml --set train.refit=false \\
         --set train.seed=1 --set experiment=imdb-distill          # the teacher
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/distill.py \\
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/distill.py \\
         runs:/TEACHER_RUN_ID/model.keras --seed 1
 """
 

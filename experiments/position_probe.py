@@ -8,7 +8,7 @@ exact: they sum to the log-odds minus the biases), sums them over parts of the r
 compares a logistic regression on the parts with one on the plain sum, 5-fold cross-validated
 inside the 10,000 validation reviews (never the test split).
 
-    TFDS_DATA_DIR=../shared/tensorflow_datasets python benchmarks/position_probe.py RUN_ID
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/position_probe.py RUN_ID
 
 ``RUN_ID``: an ``nbow`` run without refit (its model never saw the validation reviews), e.g.
 ``classify train --config configs/variants/nbow.yaml --set train.refit=false``. Prints one table;
@@ -24,11 +24,11 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
-from fusion_probe import stacked_accuracy  # noqa: E402  (benchmarks/ is on sys.path)
+from fusion_probe import stacked_accuracy  # noqa: E402  (experiments/ is on sys.path)
 
 from classifier.config.schema import load_config  # noqa: E402
 from classifier.data.pipeline import load_raw_splits  # noqa: E402
-from classifier.explain.explanation import word_contributions  # noqa: E402
+from classifier.explain.measures import word_contributions  # noqa: E402
 from classifier.serving.keras_engine import classifier_of, vectorizer_of  # noqa: E402
 from classifier.serving.registry import load_model  # noqa: E402
 

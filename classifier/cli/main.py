@@ -191,8 +191,10 @@ def predict(
 
     Prints per review its source (file, or file:line with --per-line), the label and the
     probability of positive (of the label, for more than two classes; JSON and CSV give every
-    class's). A bad input gets one line on stderr and the others are still
-    classified; the exit code is then 1 (2 for a usage error or no usable model).
+    class's). The label is unknown when the model has nothing to go on: no word it knows, or
+    fewer than 8 known words whose occlusion moves its answer by less than 0.5 nats in all. A
+    bad input gets one line on stderr and the others are still classified; the exit code is
+    then 1 (2 for a usage error or no usable model).
 
     \b
     Examples:

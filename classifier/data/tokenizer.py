@@ -133,6 +133,29 @@ class Tokenizer:
         """
         return [word.decode("utf-8", "replace") for word in standardize(text).split()]
 
+    def kept_words(self, text: str | bytes) -> list[str]:
+        """The words the model reads: :meth:`words` cut to ``sequence_length`` at the kept end.
+
+        Example:
+            >>> Tokenizer(["", "[UNK]"], 2).kept_words("a b c")
+            ['b', 'c']
+        """
+        words = self.words(text)
+        if len(words) <= self.sequence_length:
+            return words
+        tail = self.truncate == "tail"
+        return words[-self.sequence_length :] if tail else words[: self.sequence_length]
+
+    def knows(self, word: str) -> bool:
+        """Whether ``word`` (standardized) is in the vocabulary, beyond padding and OOV.
+
+        Example:
+            >>> tokenizer = Tokenizer(["", "[UNK]", "good"], 4)
+            >>> tokenizer.knows("good"), tokenizer.knows("bad")
+            (True, False)
+        """
+        return self._ids.get(word.encode("utf-8"), OOV_ID) > OOV_ID
+
     def encode(self, texts: Sequence[str | bytes]) -> np.ndarray:
         """Token ids of shape ``(len(texts), sequence_length)``, dtype int64.
 

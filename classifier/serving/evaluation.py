@@ -38,8 +38,7 @@ from classifier.serving.predict import (
     DEFAULT_BATCH_SIZE,
     labels_of,
     predict_probabilities,
-    too_few_known,
-    word_counts,
+    unknown_reviews,
 )
 
 CHUNK = 4096  # texts predicted together
@@ -113,8 +112,7 @@ def evaluate_file(
     def flush() -> None:
         nonlocal unknown
         chunks.append(predict_probabilities(model, texts, batch_size))
-        known, words = word_counts(model, texts)
-        unknown += int(np.sum(too_few_known(known, words)))
+        unknown += int(np.sum(unknown_reviews(model, texts, chunks[-1])[0]))
         texts.clear()
 
     for record in files.records(source, text_field, label_field):
@@ -195,8 +193,8 @@ def format_evaluation(
         f"log loss  {m['log_loss']:.4f}",
         f"ECE       {m['ece']:.4f}",
         *([f"ROC-AUC   {m['roc_auc']:.4f}"] if "roc_auc" in m else []),
-        f"unknown   {m['unknown_share']:.1%} ({evaluation.unknown:,} texts with too few known "
-        "words; scored with their most likely class)",
+        f"unknown   {m['unknown_share']:.1%} ({evaluation.unknown:,} texts the model has "
+        "nothing to go on; scored with their most likely class)",
         "",
         f"{'class':<{width}}  {'precision':>9}  {'recall':>6}  {'F1':>6}  {'texts':>7}",
     ]

@@ -42,11 +42,7 @@ FIRST_CHUNK = 256
 MAX_CHUNK = 4096
 MAX_CHUNK_CHARS = 16 * 1024 * 1024
 DEFAULT_THRESHOLD = 0.5
-#: A review of which the vocabulary knows fewer words than this, or a smaller share of its
-#: words, is labelled ``unknown``: the model has too little of it to judge, and its answer would
-#: be close to its answer for an empty review (``Meh.``, a sentence in another language, ``the``).
-MIN_KNOWN_WORDS = 2
-MIN_KNOWN_SHARE = 0.5
+#: The label of a review the model has nothing to go on (:mod:`classifier.serving.evidence`).
 UNKNOWN = "unknown"
 
 
@@ -103,70 +99,39 @@ class Prediction:
         return max(self.probabilities.values(), default=float("nan"))
 
 
-def too_few_known(known, words):
-    """Whether the vocabulary knows too few of a review's ``words`` to judge it (fewer than
-    :data:`MIN_KNOWN_WORDS`, or a smaller share than :data:`MIN_KNOWN_SHARE`): one review's
-    counts, or arrays of them.
-
-    Example:
-        >>> too_few_known(1, 1), too_few_known(3, 10), too_few_known(np.array([5, 1]), 5).tolist()
-        (True, True, [False, True])
-    """
-    return (known < MIN_KNOWN_WORDS) | (known < MIN_KNOWN_SHARE * words)
-
-
-def judge(probability: float, known: int, words: int, threshold: float = DEFAULT_THRESHOLD) -> str:
-    """The label of a review: ``unknown`` when the vocabulary knows too few of its ``words``
-    (see :data:`MIN_KNOWN_WORDS`), else ``positive`` when ``probability >= threshold``.
-
-    Example:
-        >>> judge(0.93, known=5, words=5), judge(0.91, known=1, words=1), judge(0.2, 3, 10)
-        ('positive', 'unknown', 'unknown')
-    """
-    if too_few_known(known, words):
-        return UNKNOWN
-    return LABELS[1] if probability >= threshold else LABELS[0]
-
-
-def judge_classes(
-    probabilities: np.ndarray, labels: tuple[str, ...], known: int, words: int
-) -> str:
-    """The label of a review for a model of more than two classes: ``unknown`` as in
-    :func:`judge`, else the most likely class.
-
-    Example:
-        >>> judge_classes(np.array([0.2, 0.5, 0.3]), ("bad", "fine", "good"), known=4, words=4)
-        'fine'
-    """
-    if too_few_known(known, words):
-        return UNKNOWN
-    return labels[int(np.argmax(probabilities))]
-
-
 def label_of(
     probabilities: np.ndarray,
     labels: tuple[str, ...],
-    known: int,
-    words: int,
+    unknown: bool = False,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> str:
-    """The label of one review from its class probabilities: :func:`judge` for two classes
-    (under the model's own names for them), :func:`judge_classes` for more.
+    """The label of one review from its class probabilities: ``unknown`` where the model has
+    nothing to go on (:func:`unknown_reviews`); else, of two classes, the second (``positive``)
+    when its probability is at least ``threshold``, of more the most likely.
 
     Example:
-        >>> label_of(np.array([0.1, 0.9]), ("ham", "spam"), known=4, words=4)
-        'spam'
+        >>> label_of(np.array([0.1, 0.9]), ("ham", "spam")), label_of(np.array([0.3, 0.7]), ("a", "b"), True)
+        ('spam', 'unknown')
     """
+    if unknown:
+        return UNKNOWN
     if len(labels) > 2:
-        return judge_classes(probabilities, labels, known, words)
-    label = judge(float(probabilities[-1]), known, words, threshold)
-    return label if label == UNKNOWN else labels[LABELS.index(label)]
+        return labels[int(np.argmax(probabilities))]
+    return labels[1] if float(probabilities[-1]) >= threshold else labels[0]
 
 
-def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(known, words)`` per text: how many of the words the model reads (after truncation)
-    its vocabulary knows, and how many it reads. Uses the pure-Python tokenizer, which gives the
-    model's own token ids (a bundle's, or one made from a Keras model's vocabulary)."""
+def unknown_reviews(model, texts: list[str], probabilities: np.ndarray):
+    """``(unknown, known, words)`` per text: whether the model has nothing to go on
+    (:func:`classifier.serving.evidence.unknown`), and the counts of :func:`word_counts`."""
+    from classifier.serving import evidence
+
+    known, words = word_counts(model, texts)
+    return evidence.unknown(model, texts, probabilities, known), known, words
+
+
+def tokenizer_of(model):
+    """The pure-Python tokenizer of a model: a bundle's, or one made (once) from a Keras
+    model's vocabulary; it gives the model's own token ids."""
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is None:
         tokenizer = _TOKENIZERS.get(model)
@@ -176,7 +141,13 @@ def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
                 vectorizer.get_vocabulary(), vectorizer.sequence_length, vectorizer.truncate
             )
             _TOKENIZERS[model] = tokenizer
-    ids = tokenizer.encode(texts)
+    return tokenizer
+
+
+def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(known, words)`` per text: how many of the words the model reads (after truncation)
+    its vocabulary knows, and how many it reads (:func:`tokenizer_of`)."""
+    ids = tokenizer_of(model).encode(texts)
     return np.count_nonzero(ids > OOV_ID, axis=1), np.count_nonzero(ids, axis=1)
 
 
@@ -197,16 +168,16 @@ def classify(
     Reviews are read and predicted a chunk at a time (:data:`FIRST_CHUNK`, then twice as many
     up to :data:`MAX_CHUNK`), so results stream out while memory stays bounded. A review is
     ``positive`` when its probability of positive is at least ``threshold``, ``unknown`` when
-    the vocabulary knows too few of its words (:func:`judge`).
+    the model has nothing to go on (:func:`unknown_reviews`).
     """
     labels = labels_of(model)
     for chunk in _chunks(iter(reviews), max(FIRST_CHUNK, batch_size)):
         texts = [review.text for review in chunk]
         probabilities = predict_probabilities(model, texts, batch_size)
-        known, words = word_counts(model, texts)
-        for review, row, k, n in zip(chunk, probabilities, known, words, strict=True):
+        unknown, known, words = unknown_reviews(model, texts, probabilities)
+        for review, row, u, k, n in zip(chunk, probabilities, unknown, known, words, strict=True):
             share = float(k) / max(int(n), 1)
-            label = label_of(row, labels, int(k), int(n), threshold)
+            label = label_of(row, labels, bool(u), threshold)
             if len(labels) == 2:
                 yield Prediction(review.source, label, float(row[-1]), share)
             else:

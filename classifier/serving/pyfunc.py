@@ -22,7 +22,7 @@ from classifier.serving.predict import (
     label_of,
     labels_of,
     predict_probabilities,
-    word_counts,
+    unknown_reviews,
 )
 
 
@@ -32,7 +32,8 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
     It runs the model's LiteRT bundle when it has one (no TensorFlow: ``mlflow models serve``
     starts faster), else the end-to-end ``.keras`` model. ``predict`` takes a list of review
     strings (or a one-column DataFrame) and returns a DataFrame with ``label``
-    ("negative", "positive", or "unknown" when the vocabulary knows too few of its words),
+    ("negative", "positive", or "unknown" when the model has nothing to go on,
+    :mod:`classifier.serving.evidence`),
     ``positive_probability`` and ``known_share``. A model of more than two classes gives
     ``label`` (a class name or "unknown"), ``probability`` (of the most likely class),
     ``known_share`` and a ``P(name)`` column per class.
@@ -56,12 +57,11 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         # plain list of strings; the type hint tells MLflow not to infer another signature.
         texts = model_input.iloc[:, 0].astype(str).tolist()
         probabilities = predict_probabilities(self._model, texts)
-        known, words = word_counts(self._model, texts)
+        unknown, known, words = unknown_reviews(self._model, texts, probabilities)
         known_share = (known / np.maximum(words, 1)).astype(float)
         labels = labels_of(self._model)
         answers = [
-            label_of(row, labels, int(k), int(n))
-            for row, k, n in zip(probabilities, known, words, strict=True)
+            label_of(row, labels, bool(u)) for row, u in zip(probabilities, unknown, strict=True)
         ]
         if len(labels) == 2:
             return pd.DataFrame(

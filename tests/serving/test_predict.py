@@ -380,19 +380,67 @@ def test_json_is_json_even_for_a_nan_probability():
     assert [row["positive_probability"] for row in rows] == [None, 0.75]
 
 
+WEIGHTS = {"brilliant": 4.0, "awful": -5.0, "excellent": 2.5, "the": 0.1, "film": 0.05}
+
+
+def linear_model(texts: list[str]) -> np.ndarray:
+    """P(negative), P(positive) of a model whose log-odds are the sum of its words' weights."""
+    log_odds = np.array([sum(WEIGHTS.get(w, 0.0) for w in text.lower().split()) for text in texts])
+    positive = 1 / (1 + np.exp(-log_odds))
+    return np.stack([1 - positive, positive], axis=1)
+
+
 @pytest.mark.parametrize(
-    "probability, known, words, label",
+    "text, unknown",
     [
-        (0.91, 0, 3, "unknown"),  # no word known: the model's answer for an empty review
-        (0.91, 1, 1, "unknown"),  # 'the'
-        (0.36, 1, 8, "unknown"),  # a German sentence with one known word
-        (0.36, 3, 8, "unknown"),  # under half of its words
-        (0.99, 2, 2, "positive"),  # 'Loved it.'
-        (0.36, 4, 8, "negative"),
+        ("Brilliant!", False),  # one known word that moves the odds by e^4
+        ("Awful.", False),
+        ("Excellent bluetooth headset.", False),  # one known word among unknown ones
+        ("the", True),  # a known word of no weight
+        ("the film the film", True),  # four known words weighing 0.3 nats together
+        ("xqzv blorf", True),  # no known word
+        ("the " * 8, False),  # eight known words: judged on them, whatever they weigh
     ],
 )
-def test_a_review_the_vocabulary_barely_knows_is_unknown(probability, known, words, label):
-    assert predict_module.judge(probability, known, words) == label
+def test_unknown_means_the_known_words_weigh_next_to_nothing(text, unknown):
+    from types import SimpleNamespace
+
+    from classifier.data.tokenizer import Tokenizer
+    from classifier.serving import evidence
+
+    model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *WEIGHTS], 16))
+    known, _ = predict_module.word_counts(model, [text])
+    probabilities = linear_model([text])
+    verdict = evidence.unknown(model, [text], probabilities, known, predict=linear_model)
+    assert verdict.tolist() == [unknown]
+
+
+def test_a_words_weight_is_its_occlusion_of_the_margin():
+    from classifier.serving import evidence
+
+    words = [["brilliant", "the", "awful"], ["excellent"]]
+    known = [[True, True, True], [True]]
+    weights = evidence.total_weight(linear_model, words, known, np.array([1, 1]))
+    assert weights == pytest.approx([4.0 + 0.1 + 5.0, 2.5])
+    # More than two classes: the margin of a class, its log-probability minus the others' mean.
+    probabilities = np.array([[0.7, 0.2, 0.1]])
+    expected = np.log(0.7) - (np.log(0.2) + np.log(0.1)) / 2
+    assert evidence.margin(probabilities, np.array([0])) == pytest.approx([expected])
+
+
+@pytest.mark.parametrize(
+    "row, labels, unknown, threshold, label",
+    [
+        ([0.3, 0.7], ("negative", "positive"), False, 0.5, "positive"),
+        ([0.3, 0.7], ("negative", "positive"), False, 0.8, "negative"),
+        ([0.3, 0.7], ("ham", "spam"), True, 0.5, "unknown"),
+        ([0.2, 0.5, 0.3], ("bad", "fine", "good"), False, 0.5, "fine"),
+    ],
+)
+def test_a_label_from_the_probabilities_and_the_unknown_verdict(
+    row, labels, unknown, threshold, label
+):
+    assert predict_module.label_of(np.array(row), labels, unknown, threshold) == label
 
 
 def test_every_format_says_unknown_and_the_share_of_known_words():

@@ -12,7 +12,7 @@ import click
 
 from classifier.cli import terminal
 from classifier.cli.options import PROBABILITY, checked, model_option
-from classifier.cli.startup import check_model, keras_model
+from classifier.cli.startup import check_model, import_tensorflow, keras_model
 
 
 @click.command()
@@ -149,8 +149,9 @@ def evaluate(
 ) -> None:
     """Measure a model on your labelled FILE: accuracy, macro-F1, log loss, calibration.
 
-    FILE is a CSV, TSV, JSON Lines or Parquet file with a text and a label column, or a folder
-    with one sub-folder per class; its labels are the model's class names (or their indices).
+    FILE is a CSV, TSV, JSON Lines or Parquet file with a text and a label column, a folder
+    with one sub-folder per class, or a TFDS split by name (tfds:NAME:SPLIT); its labels are
+    the model's class names (or their indices).
     Prints the metrics and a row per class, writes the confusion matrix and the reliability
     diagram, and logs the evaluation to MLflow against the registered model version (a run in
     its experiment; a local model is not logged).
@@ -162,9 +163,12 @@ def evaluate(
       classify evaluate --text-field review --label-field stars reviews.jsonl
     """
     from classifier.data.files import scan
+    from classifier.data.named import is_named
     from classifier.serving.evaluation import evaluate_file, format_evaluation, write_figures
     from classifier.serving.model_source import find_bundle
 
+    if is_named(file):  # tfds:NAME:SPLIT: TFDS reads it, with TensorFlow (its lines silenced)
+        import_tensorflow()
     checked_file = scan(file, text_field, label_field)  # bad data: one line, before any model
     bundle = find_bundle(model_spec)
     if bundle is not None:
@@ -175,7 +179,8 @@ def evaluate(
         check_model(model_spec)
         model = keras_model(model_spec)
     evaluation = evaluate_file(model, file, text_field, label_field, batch_size, checked_file)
-    folder = Path(figures_dir or f"{Path(file.rstrip('/')).stem}-evaluation")
+    stem = file.replace(":", "-").replace("/", "-") if is_named(file) else Path(file).stem
+    folder = Path(figures_dir or f"{stem}-evaluation")
     figures = write_figures(evaluation, folder)
     shown = model_spec or "the newest imdb-sentiment"
     logged = {}

@@ -3,6 +3,7 @@ logged like a labelled file, with its own test split and its ClassLabel's class 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -121,7 +122,9 @@ def test_classify_data_describes_it(tiny):
     ]  # fmt: skip
 
 
-def test_a_run_trains_on_it_and_logs_its_tfds_splits(tiny, store):
+@pytest.fixture(scope="module")
+def tiny_run(tiny_dir, store):
+    """An ``nbow`` run on ``tfds:tiny_reviews``, registered as ``tiny-reviews``."""
     cfg = load_config(
         None,
         [
@@ -133,9 +136,16 @@ def test_a_run_trains_on_it_and_logs_its_tfds_splits(tiny, store):
             "train.learning_rate=0.05",
             "train.refit=false",
             "experiment=named",
+            "train.registered_model=tiny-reviews",
         ],
     )
-    result = train(cfg, echo=lambda line: None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TFDS_DATA_DIR", str(tiny_dir))
+        return train(cfg, echo=lambda line: None)
+
+
+def test_a_run_trains_on_it_and_logs_its_tfds_splits(tiny_run):
+    result = tiny_run
     assert result.test_metrics["test_accuracy"] >= 0.9
     run = MlflowClient().get_run(result.run_id)
     assert run.data.params["data.class_names"] == '["bad", "okay", "good"]'
@@ -159,3 +169,17 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "CLASSIFY_VERBOSE"}
+
+
+def test_classify_evaluate_measures_a_model_on_a_tfds_split(tiny_run, tiny, store, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "classifier", "evaluate", "--model", "models:/tiny-reviews@newest",
+         "--text-field", "review", "--label-field", "stars", "--format", "json",
+         "tfds:tiny_reviews:test"],
+        cwd=tmp_path, capture_output=True, text=True,
+        env={**_env(), "TFDS_DATA_DIR": str(tiny), "MLFLOW_TRACKING_URI": store},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    document = json.loads(done.stdout)
+    assert document["n"] == SIZES["test"] and document["accuracy"] >= 0.9
+    assert (tmp_path / "tfds-tiny_reviews-test-evaluation").is_dir()

@@ -128,7 +128,11 @@ def resolve_config(
             from classifier.cli.startup import import_tensorflow
 
             import_tensorflow()  # TFDS reads a named data set: without TensorFlow's lines
-        plan_splits(config.data)
+        from classifier.cli import terminal
+        from classifier.data.labelled import ordered_by_class
+
+        if note := ordered_by_class(plan_splits(config.data)):
+            terminal.err(f"classify: note: {note}")
     return config
 
 

@@ -85,6 +85,44 @@ class Plan:
                 yield record.text, ids[record.label]
 
 
+#: Rows within which training shuffles (the shuffle buffer of
+#: :func:`classifier.data.batching.vectorize`); a file ordered by class over longer runs trains
+#: on one class at a time.
+SHUFFLE_WINDOW = 25_000
+#: How far a window's share of a class may stray from the file's before that is called a run.
+RUN_SHARE = 0.2
+
+
+def ordered_by_class(plan: Plan, window: int = SHUFFLE_WINDOW) -> str | None:
+    """A one-line note where the training rows come in runs of one class longer than training
+    shuffles (some ``window`` of consecutive rows holds a class at a share more than
+    :data:`RUN_SHARE` away from the whole file's), else None.
+
+    Example::
+
+        ordered_by_class(plan_splits(DataConfig(source="sorted.csv")))
+        # 'sorted.csv: its training rows come in runs of one class (...); shuffle it first ...'
+    """
+    part = plan.parts["train"]
+    if part.size <= window:
+        return None
+    codes = _scan(os.fspath(part.path), plan.text_field, plan.label_field).codes
+    if part.rows is not None:
+        codes = codes[part.rows]
+    classes = int(codes.max()) + 1
+    overall = np.bincount(codes, minlength=classes) / len(codes)
+    for start in range(0, len(codes) - window + 1, window):
+        share = np.bincount(codes[start : start + window], minlength=classes) / window
+        if np.abs(share - overall).max() > RUN_SHARE:
+            return (
+                f"{part.path}: its training rows come in runs of one class (training rows "
+                f"{start + 1:,} to {start + window:,} are {share.max():.0%} one class, all of "
+                f"them {overall[share.argmax()]:.0%}); training shuffles {window:,} rows at a "
+                "time, so shuffle the file first (shuf, or sort -R)"
+            )
+    return None
+
+
 def plan_splits(cfg: DataConfig) -> Plan:
     """Check ``cfg.source`` (and ``cfg.validation``, ``cfg.test``) and plan the splits.
 

@@ -155,3 +155,27 @@ def test_pretrain_refuses_a_labelled_source_in_one_line(tmp_path):
         "classify: error: classify pretrain reads IMDB's unlabelled reviews; data.source (your "
         "labelled texts) is for classify train\n"
     )
+
+
+def test_a_file_in_runs_of_one_class_longer_than_the_shuffle_gets_a_note(tmp_path):
+    import random
+
+    rows = [(f"text {i}", "neg" if i < 30_000 else "pos") for i in range(60_000)]
+    sorted_csv = write_csv(tmp_path / "sorted.csv", rows)
+    random.Random(0).shuffle(rows)
+    shuffled_csv = write_csv(tmp_path / "shuffled.csv", rows)
+    done = subprocess.run(
+        [sys.executable, "-m", "classifier", "data", "--data", str(sorted_csv)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert done.stderr == (
+        f"classify: note: {sorted_csv}: its training rows come in runs of one class (training "
+        "rows 1 to 25,000 are 96% one class, all of them 50%); training shuffles 25,000 rows at "
+        "a time, so shuffle the file first (shuf, or sort -R)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "classifier", "data", "--data", str(shuffled_csv)],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")

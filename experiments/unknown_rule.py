@@ -54,9 +54,13 @@ def main() -> None:
     from classifier.serving import evidence
     from classifier.serving.litert_engine import load_bundle
     from classifier.serving.model_source import find_bundle
-    from classifier.serving.predict import predict_probabilities, word_counts
+    from classifier.serving.predict import predict_probabilities, tokenizer_of, word_counts
 
     bundle = load_bundle(find_bundle(args.model))
+
+    def predict(batch: list[str]):
+        return predict_probabilities(bundle, batch)
+
     data = tfds.load(
         "imdb_reviews",
         split="train[15000:25000]",
@@ -77,7 +81,7 @@ def main() -> None:
         evidence.MIN_EVIDENCE = threshold
         mark = " (the default)" if threshold == default else ""
         rules[f"evidence: under {threshold} nats{mark}"] = evidence.unknown(
-            bundle, texts, probabilities, known
+            texts, probabilities, known, predict, tokenizer_of(bundle)
         )
     evidence.MIN_EVIDENCE = default
     print(
@@ -106,7 +110,7 @@ def main() -> None:
     ]
     probabilities = predict_probabilities(bundle, examples)
     known, _ = word_counts(bundle, examples)
-    verdict = evidence.unknown(bundle, examples, probabilities, known)
+    verdict = evidence.unknown(examples, probabilities, known, predict, tokenizer_of(bundle))
     print()
     for text, row, unknown in zip(examples, probabilities, verdict, strict=True):
         print(f"- `{text}`: P(positive) {row[1]:.3f}, {'unknown' if unknown else 'answered'}")

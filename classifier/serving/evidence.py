@@ -11,11 +11,12 @@ gets its label, while ``the`` (which barely moves them) and ``xqzv blorf`` (no k
 ``unknown``. The occlusion runs through the model as it serves (the LiteRT bundle, no
 TensorFlow), a review of n known words costing n more rows.
 
-Example (a bundle or a Keras model)::
+Example (``classifier.serving.predict.unknown_reviews`` does this for a model)::
 
-    known = np.array([1, 0, 12])
-    unknown(model, ["Brilliant!", "xqzv blorf", long_review], probabilities, known)
-    # array([False,  True, False])
+    texts = ["Brilliant!", "xqzv blorf", long_review]
+    known, _ = word_counts(model, texts)
+    unknown(texts, probabilities, known, lambda batch: predict_probabilities(model, batch),
+            tokenizer_of(model))  # array([False,  True, False])
 """
 
 from __future__ import annotations
@@ -68,21 +69,18 @@ def total_weight(predict, words: list[list[str]], known: list[list[bool]], class
     return np.bincount(owners[removed], weights=weights, minlength=len(words))
 
 
-def unknown(model, texts: list[str], probabilities: np.ndarray, known: np.ndarray, predict=None):
+def unknown(texts: list[str], probabilities: np.ndarray, known: np.ndarray, predict, tokenizer):
     """Which texts are ``unknown`` (a bool per text): no known word, or fewer than
     :data:`EVIDENCE_WORDS` known words of total weight under :data:`MIN_EVIDENCE`.
-    ``probabilities`` are the model's for ``texts``; ``predict`` (texts to probabilities) the
-    model's own prediction, by default :func:`classifier.serving.predict.predict_probabilities`.
+    ``probabilities`` are the model's for ``texts`` and ``known`` their known words
+    (:func:`classifier.serving.predict.word_counts`); ``predict`` maps texts to the model's
+    probabilities and ``tokenizer`` is the model's (:class:`classifier.data.tokenizer.Tokenizer`).
     """
-    from classifier.serving import predict as serving
-
     known = np.asarray(known)
     verdict = known == 0
     short = np.flatnonzero((known > 0) & (known < EVIDENCE_WORDS))
     if len(short) == 0:
         return verdict
-    predict = predict or (lambda batch: serving.predict_probabilities(model, batch))
-    tokenizer = serving.tokenizer_of(model)
     words, knows = [], []
     for index in short:
         kept = tokenizer.kept_words(texts[index])

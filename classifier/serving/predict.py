@@ -126,7 +126,14 @@ def unknown_reviews(model, texts: list[str], probabilities: np.ndarray):
     from classifier.serving import evidence
 
     known, words = word_counts(model, texts)
-    return evidence.unknown(model, texts, probabilities, known), known, words
+    unknown = evidence.unknown(
+        texts,
+        probabilities,
+        known,
+        lambda batch: predict_probabilities(model, batch),
+        tokenizer_of(model),
+    )
+    return unknown, known, words
 
 
 def tokenizer_of(model):

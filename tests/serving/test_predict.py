@@ -411,7 +411,7 @@ def test_unknown_means_the_known_words_weigh_next_to_nothing(text, unknown):
     model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *WEIGHTS], 16))
     known, _ = predict_module.word_counts(model, [text])
     probabilities = linear_model([text])
-    verdict = evidence.unknown(model, [text], probabilities, known, predict=linear_model)
+    verdict = evidence.unknown([text], probabilities, known, linear_model, model.tokenizer)
     assert verdict.tolist() == [unknown]
 
 

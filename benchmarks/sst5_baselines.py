@@ -154,10 +154,15 @@ def main() -> None:
         settings = sorted({r["setting"] for r in results})
         print(
             f"| {name} | {'; '.join(settings)} | {statistics.mean(r['validation'] for r in results):.4f} "
-            f"| {statistics.mean(acc):.4f} ± {statistics.pstdev(acc):.4f} "
-            f"| {statistics.mean(f1):.4f} ± {statistics.pstdev(f1):.4f} "
+            f"| {_spread(acc)} | {_spread(f1)} "
             f"| {statistics.median(r['seconds'] for r in results):.1f} |"
         )
+
+
+def _spread(values: list[float]) -> str:
+    """``mean ± std`` over seeds; one seed (``--quick``) has no spread to show."""
+    mean = f"{statistics.mean(values):.4f}"
+    return f"{mean} ± {statistics.pstdev(values):.4f}" if len(values) > 1 else mean
 
 
 if __name__ == "__main__":

@@ -123,6 +123,22 @@ def ordered_by_class(plan: Plan, window: int = SHUFFLE_WINDOW) -> str | None:
     return None
 
 
+def split_files(cfg: DataConfig) -> dict[str, str | None]:
+    """Where validation and test come from as whole files: ``data.validation`` and
+    ``data.test``, else a TFDS data set's own split of that name; None where a share of
+    ``data.source`` is carved instead.
+
+    Example::
+
+        split_files(DataConfig(source="tfds:imdb_reviews"))
+        # {'validation': None, 'test': 'tfds:imdb_reviews:test'}
+    """
+    given = {"validation": cfg.validation, "test": cfg.test}
+    if named.is_named(cfg.source):  # a TFDS data set's own validation and test splits
+        given = {name: path or named.own_split(cfg.source, name) for name, path in given.items()}
+    return given
+
+
 def plan_splits(cfg: DataConfig) -> Plan:
     """Check ``cfg.source`` (and ``cfg.validation``, ``cfg.test``) and plan the splits.
 
@@ -135,9 +151,7 @@ def plan_splits(cfg: DataConfig) -> Plan:
         raise ValueError("plan_splits is for data.source; the IMDB data has its own splits")
     fields = (cfg.text_field, cfg.label_field)
     source = _scan(cfg.source, *fields)
-    given = {"validation": cfg.validation, "test": cfg.test}
-    if named.is_named(cfg.source):  # a TFDS data set's own validation and test splits
-        given = {name: path or named.own_split(cfg.source, name) for name, path in given.items()}
+    given = split_files(cfg)
     carve_validation = cfg.validation_fraction if given["validation"] is None else 0.0
     carve_test = cfg.test_fraction if given["test"] is None else 0.0
     names = list(source.counts)

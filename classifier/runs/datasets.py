@@ -83,10 +83,9 @@ def run_datasets(cfg: DataConfig) -> dict[str, MetaDataset]:
         return {
             name: tfds_dataset(DATASET, version, split) for name, split in split_specs(cfg).items()
         }
-    paths = {"train": cfg.source, "validation": cfg.validation, "test": cfg.test}
-    if named.is_named(cfg.source):  # a TFDS data set's own validation and test splits
-        for name in ("validation", "test"):
-            paths[name] = paths[name] or named.own_split(cfg.source, name)
+    from classifier.data.labelled import split_files
+
+    paths = {"train": cfg.source, **split_files(cfg)}
     by_path: dict[str, MetaDataset] = {}  # one file's digest once, whatever splits it gives
     for path in paths.values():
         path = path or cfg.source

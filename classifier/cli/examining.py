@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from classifier.cli import terminal
-from classifier.cli.options import PROBABILITY, checked, model_option
+from classifier.cli.options import batch_size_option, checked, model_option, threshold_option
 from classifier.cli.startup import check_model, import_tensorflow, keras_model
 
 
@@ -32,14 +32,7 @@ from classifier.cli.startup import check_model, import_tensorflow, keras_model
     type=click.Choice(["png", "html"]),
     help="png, or a self-contained html page (default: from --output's extension, else png).",
 )
-@click.option(
-    "--threshold",
-    type=PROBABILITY,
-    metavar="PROBABILITY",
-    default=0.5,
-    show_default=True,
-    help="Two classes: the review is positive when P(positive) >= this.",
-)
+@threshold_option("Two classes: the review is positive when P(positive) >= this.")
 @click.option(
     "--class",
     "target",
@@ -130,14 +123,7 @@ def explain(
     help="Folder for confusion_matrix.png and reliability_diagram.png "
     "[default: FILE's name + '-evaluation', here].",
 )
-@click.option(
-    "--batch-size",
-    metavar="COUNT",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Texts per model call.",
-)
+@batch_size_option("Texts per model call.")
 def evaluate(
     file: str,
     model_spec: str | None,

@@ -19,6 +19,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     RUN_ID,
     ClassifyGroup,
     FiniteRange,
+    batch_size_option,
     checked,
     config_options,
     data_option,
@@ -27,6 +28,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     resolve_config,
     resumable_config,
     resume_option,
+    threshold_option,
 )
 from classifier.cli.startup import check_model, import_tensorflow, keras_model
 from classifier.cli.sweeping import compare, sweep
@@ -162,22 +164,8 @@ def pretrain(
     show_default=True,
     help="Output format.",
 )
-@click.option(
-    "--threshold",
-    type=PROBABILITY,
-    metavar="PROBABILITY",
-    default=0.5,
-    show_default=True,
-    help="A review is positive when P(positive) >= this.",
-)
-@click.option(
-    "--batch-size",
-    metavar="COUNT",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Reviews per model call.",
-)
+@threshold_option("A review is positive when P(positive) >= this.")
+@batch_size_option("Reviews per model call.")
 def predict(
     files: tuple[str, ...],
     model_spec: str | None,

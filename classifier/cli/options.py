@@ -95,6 +95,31 @@ def config_options(command: Callable) -> Callable:
     )(command)
 
 
+def threshold_option(help_text: str) -> Callable:
+    """``--threshold``: the probability of positive from which a two-class review is
+    positive (predict and explain)."""
+    return click.option(
+        "--threshold",
+        type=PROBABILITY,
+        metavar="PROBABILITY",
+        default=0.5,
+        show_default=True,
+        help=help_text,
+    )
+
+
+def batch_size_option(help_text: str) -> Callable:
+    """``--batch-size``: texts per model call (predict and evaluate)."""
+    return click.option(
+        "--batch-size",
+        metavar="COUNT",
+        type=click.IntRange(min=1),
+        default=64,
+        show_default=True,
+        help=help_text,
+    )
+
+
 def data_option(command: Callable) -> Callable:
     """``--data``: a labelled file or folder to use instead of IMDB (``data.source``)."""
     return click.option(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import itertools
 import shutil
 import tempfile
 from pathlib import Path
@@ -127,11 +128,10 @@ def cache_file(name: str) -> str:
 
         cache_file("train")  # '/tmp/classify-ids-k2j4_x/train-1'
     """
-    _cache_names.append(name)
-    return str(_cache_folder() / f"{name}-{len(_cache_names)}")
+    return str(_cache_folder() / f"{name}-{next(_cache_numbers)}")
 
 
-_cache_names: list[str] = []
+_cache_numbers = itertools.count(1)  # each prefix new: two caches never share files
 
 
 @functools.cache

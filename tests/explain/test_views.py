@@ -10,21 +10,30 @@ from classifier import plots
 from classifier.explain.views import Explanation, caption, weights_caption, write_html
 
 
+def made(**changes) -> Explanation:
+    """An explanation of ``r.txt`` (``great film``, positive at 0.9), with ``changes``."""
+    tokens = changes.get("tokens", ["great", "film"])
+    fields = {
+        "source": "r.txt",
+        "tokens": tokens,
+        "in_vocabulary": [True] * len(tokens),
+        "attention": np.full(len(tokens), 1 / len(tokens)),
+        "probability": 0.9,
+        "label": "positive",
+        "layer": "the layer",
+        "heads": 0,
+        "dropped_words": 0,
+        "truncate": "tail",
+        "signed": False,
+    }
+    return Explanation(**{**fields, **changes})
+
+
 def test_the_html_bars_have_the_png_colours(tmp_path):
     # b2bae7f: the HTML bars were blue where the PNG's were orange (attention)
     shares = np.array([0.5, 0.3, 0.2])
-    explanation = Explanation(
-        source="r.txt",
-        tokens=["great", "dull", "film"],
-        in_vocabulary=[True, True, True],
-        attention=shares,
-        probability=0.9,
-        label="positive",
-        layer="attention_1",
-        heads=1,
-        dropped_words=0,
-        truncate="tail",
-        signed=False,
+    explanation = made(
+        tokens=["great", "dull", "film"], attention=shares, layer="attention_1", heads=1
     )
     page = write_html(tmp_path / "r.html", explanation).read_text()
     bars = re.findall(r'class="bar" style="width:\d+px;background:(rgb\(\d+,\d+,\d+\))"', page)
@@ -37,17 +46,12 @@ def test_the_html_bars_have_the_png_colours(tmp_path):
 
 def test_a_fused_models_captions_say_what_each_branch_shows(tmp_path):
     def fused(weights):
-        return Explanation(
-            source="r.txt",
+        return made(
             tokens=["great", "film", "dull", "plot", "end"],
-            in_vocabulary=[True] * 5,
             attention=np.array([0.4, 0.1, -0.3, 0.0, -0.1]),
             probability=0.7,
-            label="positive",
             layer="the attention branch's layer 2 of 2",
             heads=1,
-            dropped_words=0,
-            truncate="tail",
             signed=True,
             weights=weights,
             branch_log_odds=0.256,
@@ -67,20 +71,14 @@ def test_a_fused_models_captions_say_what_each_branch_shows(tmp_path):
 
 def test_captions_and_file_names_say_what_each_kind_of_model_shows(tmp_path):
     def linear(**changes):
-        base = dict(
-            source="r.txt",
-            tokens=["great", "film"],
-            in_vocabulary=[True, True],
-            attention=np.array([0.8, -0.1]),
-            probability=0.9,
-            label="positive",
-            layer="the NB-weighted bag of word n-grams",
-            heads=0,
-            dropped_words=0,
-            truncate="tail",
-            signed=True,
+        return made(
+            **{
+                "attention": np.array([0.8, -0.1]),
+                "layer": "the NB-weighted bag of word n-grams",
+                "signed": True,
+                **changes,
+            }
         )
-        return Explanation(**{**base, **changes})
 
     nbow = linear(ngram_order=3, scaled="NB-scaled")
     assert "(weight x NB-scaled value, with half of each word pair and a third of each word " in (

@@ -49,13 +49,13 @@ def write_csv(path: Path, rows: int, data_dir: str | None) -> None:
     from classifier.cli.startup import import_tensorflow
 
     import_tensorflow()  # without TensorFlow's start-up lines
-    import tensorflow_datasets as tfds
+    from baseline_sklearn import reviews as tfds_reviews
 
     splits = ["train"] if rows <= 25_000 else ["train", "test"]
     reviews = []
     for split in splits:
-        data = tfds.load("imdb_reviews", split=split, data_dir=data_dir, as_supervised=True)
-        reviews += [(text.decode(), LABEL_NAMES[label]) for text, label in tfds.as_numpy(data)]
+        texts, labels = tfds_reviews(split, data_dir)
+        reviews += [(text, LABEL_NAMES[label]) for text, label in zip(texts, labels, strict=True)]
     partial = path.with_suffix(".partial")
     with partial.open("w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)

@@ -34,18 +34,15 @@ QUICK_SETS = ["data.train_size=4000", "data.val_size=1000", "data.test_size=5000
 
 
 def reviews(split: str) -> tuple[list[str], list[int]]:
-    """The texts and labels of a TFDS ``imdb_reviews`` split."""
+    """The texts and labels of a TFDS ``imdb_reviews`` split (``baseline_sklearn.reviews``,
+    after TensorFlow is imported without its start-up lines)."""
     sys.path.insert(0, str(ROOT))
     from classifier.cli.startup import import_tensorflow
 
-    import_tensorflow()  # without TensorFlow's start-up lines
-    import tensorflow_datasets as tfds
+    import_tensorflow()
+    from baseline_sklearn import reviews as tfds_reviews
 
-    data = tfds.load(
-        "imdb_reviews", split=split, as_supervised=True, data_dir=os.environ.get("TFDS_DATA_DIR")
-    )
-    pairs = [(text.decode("utf-8"), int(label)) for text, label in tfds.as_numpy(data)]
-    return [text for text, _ in pairs], [label for _, label in pairs]
+    return tfds_reviews(split, os.environ.get("TFDS_DATA_DIR"))
 
 
 def fasttext_run(train: tuple[list[str], list[int]], test: tuple[list[str], list[int]], workdir):

@@ -131,12 +131,16 @@ def class_order(source: str, label_field: str) -> list[str] | None:
 
 
 def _builder(source: str):
-    """The prepared TFDS builder of ``source``'s data set, in ``$TFDS_DATA_DIR`` as it is now."""
-    return _prepared(parse(source)[0], os.environ.get("TFDS_DATA_DIR") or None, source)
+    """The prepared TFDS builder of ``source``'s data set, in ``$TFDS_DATA_DIR`` as it is now
+    (one per data set: its splits share it); a DataError names ``source``."""
+    try:
+        return _prepared(parse(source)[0], os.environ.get("TFDS_DATA_DIR") or None)
+    except DataError as error:
+        raise DataError(f"{source}: {error}") from None
 
 
 @functools.lru_cache(maxsize=8)
-def _prepared(name: str, data_dir: str | None, source: str):
+def _prepared(name: str, data_dir: str | None):
     """The builder of ``name``, prepared now (downloaded) if TFDS knows the data set and
     ``data_dir`` lacks it. The CLI imports TensorFlow before, quietly."""
     import tensorflow_datasets as tfds
@@ -146,7 +150,7 @@ def _prepared(name: str, data_dir: str | None, source: str):
     except Exception:  # TFDS raises DatasetNotFoundError and kin: all say "no such data set"
         where = data_dir or os.path.join("~", "tensorflow_datasets")
         raise DataError(
-            f"{source}: TFDS has no data set '{name}', neither registered nor prepared in "
+            f"TFDS has no data set '{name}', neither registered nor prepared in "
             f"{where} (TFDS_DATA_DIR sets the folder)"
         ) from None
     if not builder.is_prepared():
@@ -154,7 +158,7 @@ def _prepared(name: str, data_dir: str | None, source: str):
             builder.download_and_prepare()
         except Exception as error:
             raise DataError(
-                f"{source}: '{name}' is not prepared in {builder.data_dir} and its download "
+                f"'{name}' is not prepared in {builder.data_dir} and its download "
                 f"failed ({first_line(error)})"
             ) from None
     return builder

@@ -76,7 +76,7 @@ def unknown(texts: list[str], probabilities: np.ndarray, known: np.ndarray, pred
     (:func:`classifier.serving.predict.word_counts`); ``predict`` maps texts to the model's
     probabilities and ``tokenizer`` is the model's (:class:`classifier.data.tokenizer.Tokenizer`).
     """
-    known = np.asarray(known)
+    known, probabilities = np.asarray(known), np.asarray(probabilities)
     verdict = known == 0
     short = np.flatnonzero((known > 0) & (known < EVIDENCE_WORDS))
     if len(short) == 0:
@@ -86,8 +86,8 @@ def unknown(texts: list[str], probabilities: np.ndarray, known: np.ndarray, pred
         kept = tokenizer.kept_words(texts[index])
         words.append(kept)
         knows.append([tokenizer.knows(word) for word in kept])
-    classes = np.argmax(np.asarray(probabilities)[short], axis=1)
-    if np.asarray(probabilities).shape[1] == 2:
+    classes = np.argmax(probabilities[short], axis=1)
+    if probabilities.shape[1] == 2:
         classes[:] = 1  # the log-odds of positive: its size is the same for either class
     weight = total_weight(predict, words, knows, classes)
     verdict[short] = weight < MIN_EVIDENCE

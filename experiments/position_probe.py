@@ -3,7 +3,7 @@
 A bag of n-grams ignores position; a reader of word order could, for one, weigh the end of a
 review (where the verdict often is) above its start. This probe asks whether that signal exists
 before any reader is built: for every validation review it splits a trained ``nbow`` model's
-log-odds into per-word contributions (:func:`classifier.explain.explanation.word_contributions`,
+log-odds into per-word contributions (:func:`classifier.explain.keras_view.word_contributions`,
 exact: they sum to the log-odds minus the biases), sums them over parts of the review, and
 compares a logistic regression on the parts with one on the plain sum, 5-fold cross-validated
 inside the 10,000 validation reviews (never the test split).
@@ -28,7 +28,7 @@ from fusion_probe import stacked_accuracy  # noqa: E402  (experiments/ is on sys
 
 from classifier.config.schema import load_config  # noqa: E402
 from classifier.data.pipeline import load_raw_splits  # noqa: E402
-from classifier.explain.measures import word_contributions  # noqa: E402
+from classifier.explain.keras_view import word_contributions  # noqa: E402
 from classifier.serving.keras_engine import classifier_of, vectorizer_of  # noqa: E402
 from classifier.serving.registry import load_model  # noqa: E402
 

@@ -15,9 +15,15 @@ from classifier.cli.options import batch_size_option, checked, model_option, thr
 from classifier.cli.startup import check_model, import_tensorflow, keras_model
 
 
+def _is_run_model(model_spec: str | None) -> bool:
+    """Whether ``--model`` names a run's model (the default, ``models:``, ``runs:``), which has
+    its Keras model beside its bundle; a bundle folder given as a path has only the bundle."""
+    return model_spec is None or model_spec.startswith(("models:", "runs:"))
+
+
 @click.command()
 @click.argument("file")
-@model_option(bundle=False)
+@model_option
 @click.option(
     "-o",
     "--output",
@@ -59,24 +65,36 @@ def explain(
       classify explain review.txt -o review.html   # a self-contained HTML page
       sed -n 3p reviews.txt | classify explain - -o third.png
     """
+    from classifier.serving.model_source import find_bundle
     from classifier.serving.reviews import STDIN, STDIN_NAME, input_problem
 
-    check_model(model_spec)  # model first, then the input, as predict does; both at once
+    bundle = find_bundle(model_spec)  # the run's LiteRT bundle: no TensorFlow, no MLflow
+    if bundle is None:
+        check_model(model_spec)  # model first, then the input, as predict does; both at once
     stdin = terminal.stdin_binary() if file == STDIN else None
     if problem := input_problem(file, stdin):  # at once, not after TensorFlow has loaded
         terminal.err(f"classify: {STDIN_NAME if file == STDIN else file}: {problem}")
         sys.exit(1)
-    terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
-    model = keras_model(model_spec)
-    from classifier.explain.explanation import explain_file, summary
-    from classifier.explain.measures import target_class
-    from classifier.serving.keras_engine import labels_of
+    model = None
+    if bundle is not None:
+        from classifier.serving.explain_parts import has_explain_parts
+        from classifier.serving.litert_engine import load_bundle
 
+        model = load_bundle(bundle)
+        if not has_explain_parts(model) and _is_run_model(model_spec):
+            model = None  # a run logged before bundles held explain parts: its Keras model
+    if model is None:
+        terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
+        model = keras_model(model_spec)
+    from classifier.explain.explanation import explain_file, summary, view_of
+    from classifier.explain.measures import target_class
+
+    view = view_of(model)
     if target is not None:
-        target_class(labels_of(model), target)  # one line for a class the model lacks
+        target_class(view.labels, target)  # one line for a class the model lacks
 
     done = explain_file(
-        model,
+        view,
         file,
         output=output,
         output_format=output_format,

@@ -170,23 +170,19 @@ def checked_model(ctx: click.Context, param: click.Parameter, value: str | None)
     return value
 
 
-def model_option(command: Callable | None = None, *, bundle: bool = True) -> Callable:
-    """``--model``: a saved model or an MLflow model URI; shared by predict and explain
-    (``bundle=False``: a LiteRT bundle cannot serve the command, so the help does not offer it)."""
-    forms = "A .keras file (or a folder holding one)" + (
-        ", a run's LiteRT bundle folder," if bundle else ""
-    )
-    option = click.option(
+def model_option(command: Callable) -> Callable:
+    """``--model``: a saved model, a run's LiteRT bundle or an MLflow model URI; shared by the
+    commands that use a trained model (predict, explain, evaluate)."""
+    return click.option(
         "--model",
         "model_spec",
         metavar="PATH|URI",
         callback=checked_model,
-        help=f"{forms} or an MLflow "
+        help="A .keras file (or a folder holding one), a run's LiteRT bundle folder, or an MLflow "
         "URI: models:/NAME@ALIAS, models:/NAME/VERSION, models:/NAME@latest, runs:/RUN_ID. "
         "Default: the newest version of the registered imdb-sentiment in the tracking store "
         "($MLFLOW_TRACKING_URI, else mlflow.db in the project root).",
-    )
-    return option(command) if command is not None else option
+    )(command)
 
 
 def resume_option(command: Callable) -> Callable:

@@ -1,14 +1,13 @@
-"""Which words a trained classifier attends to, drawn over the review (PNG or HTML).
+"""Which words a trained classifier leans on, drawn over the review (PNG or HTML).
 
-For one review, :func:`explain_text` recomputes the token ids with the model's own vectorizer
-and runs a second Keras model over the classifier's own graph and weights that outputs both
-the probabilities and the attention weights of the layer the variant registry names
+For one review, :func:`explain_text` reads the model through a *view* (:class:`ModelView`): a
+LiteRT bundle's (:class:`~classifier.explain.bundle_view.BundleView`, no TensorFlow: what
+``classify explain`` uses for a run's model) or a Keras model's
+(:class:`~classifier.explain.keras_view.KerasView`, for a ``.keras`` file or a run logged
+before bundles held explain parts). Both give the token ids, the probabilities, a bag's
+features and weights, and the attention weights of the layer the variant registry names
 (:attr:`~classifier.config.variants.Variant.explained_layer`; the last one of a stack),
-averaged over heads. Nothing is replayed by hand: :func:`attention_model` wires the graph
-with ``keras.models.clone_model``, sharing every layer but the explained one, which is a
-weight-identical copy called with ``return_attention_scores=True`` (Keras cannot give a second
-output to a layer already called without it). So models saved before this module changed are
-explained the same way.
+averaged over heads; the numbers agree within 1e-5.
 
 The attention a token *receives* is the mean, over the real (non-padding) query positions q,
 of ``weights[q, k]``: it sums to 1 over the review's tokens.
@@ -24,10 +23,10 @@ the word minus without it), and the attention they receive is a second panel. A 
 contributions, what its attention branch adds, and that branch's attention as the second panel.
 The numbers come from :mod:`classifier.explain.measures`.
 
-Example (a trained model; ``classify explain`` does this)::
+Example (a run's bundle; ``classify explain`` does this)::
 
-    model = classifier.serving.registry.load_model("model.keras")
-    explanation = explain_text(model, "A wonderful, moving film.")
+    bundle = classifier.serving.litert_engine.load_bundle("bundle")
+    explanation = explain_text(bundle, "A wonderful, moving film.")
     plots.plot_token_attention("review.png", **figure_arguments(explanation))
 """
 
@@ -35,25 +34,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
-import keras
 import numpy as np
-import tensorflow as tf
 
 from classifier import plots
-from classifier.config import variants
-from classifier.data.pipeline import standardize_review
+from classifier.data.tokenizer import Tokenizer
 from classifier.errors import ExplainError
 from classifier.explain.measures import (
     attention_received,
-    branch_log_odds,
+    branch_margin,
     target_class,
     word_contributions,
     word_occlusion,
 )
 from classifier.explain.views import Explanation, figure_arguments, write_html
-from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
+from classifier.serving.explain_parts import NgramWeights
+from classifier.serving.litert_engine import BundleModel
 from classifier.serving.predict import DEFAULT_THRESHOLD
 from classifier.serving.reviews import STDIN, Reporter, read_reviews, review_byte_limit
 
@@ -61,54 +58,56 @@ OUTPUT_FORMATS = ("png", "html")
 TOP_WORDS = 15
 
 
-def attention_model(classifier: keras.Model) -> tuple[keras.Model, str]:
-    """A model over ``classifier``'s graph and weights: token ids to ``(probabilities (B, 2),
-    attention weights (B, h, T, T))`` of the layer its variant explains; and that layer in words.
+class ModelView(Protocol):
+    """What :func:`explain_text` reads of a model, as NumPy arrays.
+
+    Attributes:
+        labels: the class names, in the model's order.
+        tokenizer: the model's words and ids (``sequence_length``, ``truncate``).
+        explains: ``contributions``, ``attention`` or ``contributions+attention``.
+        layer: the explained layer in words, for the caption.
+        ngram_weights: a bag's weights (n-gram models).
+    """
+
+    labels: tuple[str, ...]
+    tokenizer: Tokenizer
+    explains: str
+    layer: str
+    ngram_weights: NgramWeights | None
+
+    def encode(self, text: str) -> np.ndarray:
+        """Token ids (sequence_length,) of one review, padded with 0."""
+
+    def probabilities(self, token_ids: np.ndarray) -> np.ndarray:
+        """Class probabilities (B, K) of token ids (B, W)."""
+
+    def ngram_values(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A bag's sorted features, their values and the features by position, for ids (T,)."""
+
+    def attention(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The explained layer's weights (h, T, S) and a fused model's branch logits (K,)."""
+
+
+def view_of(model) -> ModelView:
+    """The view of a model: a bundle's (no TensorFlow), a Keras model's, or ``model`` itself if
+    it already is one.
 
     Raises:
-        ExplainError: the classifier is not one the variant registry knows, or lacks the layer.
+        ModelError: a bundle without explain parts, or with damaged ones (one line).
     """
-    variant = variants.variant_of_model(classifier.name)
-    if variant is None:
-        raise ExplainError(f"model {classifier.name!r} is not a classifier of a known variant")
-    try:
-        original = classifier.get_layer(variant.explained_layer)
-    except ValueError:
-        raise ExplainError(
-            f"classifier {classifier.name!r} has no layer {variant.explained_layer!r} to explain"
-        ) from None
-    captured = []
+    if isinstance(model, BundleModel):
+        from classifier.explain.bundle_view import BundleView
 
-    def clone_function(layer):
-        return type(layer).from_config(layer.get_config()) if layer is original else layer
+        return BundleView(model)
+    if hasattr(model, "ngram_values"):
+        return model
+    from classifier.explain.keras_view import KerasView
 
-    def call_function(layer, *args, **kwargs):
-        if layer.name != original.name or layer is original:
-            return layer(*args, **kwargs)
-        output, weights = layer(*args, return_attention_scores=True, **kwargs)
-        layer.set_weights(original.get_weights())  # built by the call above
-        captured.append(weights)
-        return output
-
-    (token_ids,) = classifier.inputs
-    inputs = keras.Input(shape=(None,), dtype=token_ids.dtype, name="token_ids")
-    clone = keras.models.clone_model(
-        classifier, inputs, clone_function=clone_function, call_function=call_function
-    )
-    (weights,) = captured
-    stacked = isinstance(weights, list | tuple)  # a stack: every layer's weights
-    last = len(weights) if stacked else 1
-    weights = weights[-1] if stacked else weights
-    if len(weights.shape) == 3:  # one head: (B, T, S)
-        weights = keras.ops.expand_dims(weights, 1)
-    described = variant.explained_as.format(last=last)
-    return keras.Model(
-        inputs, [clone.output, weights], name="attention_of_" + clone.name
-    ), described
+    return KerasView(model)
 
 
 def explain_text(
-    model: keras.Model,
+    model,
     text: str,
     threshold: float = DEFAULT_THRESHOLD,
     source: str = "",
@@ -116,59 +115,51 @@ def explain_text(
 ) -> Explanation:
     """Predict one review and weigh its words towards one class: ``target``, else (two
     classes) ``positive``'s log-odds, else (more) the predicted class's margin, its logit minus
-    the mean logit of the others (:func:`margin_direction`); and the attention each token
-    receives (last layer), for attention models.
+    the mean logit of the others (:func:`~classifier.explain.measures.margin_direction`); and
+    the attention each token receives (last layer), for attention models. ``model``: a bundle,
+    a Keras end-to-end model or a :class:`ModelView`.
 
     Raises:
         ExplainError: when no word of the review is left after standardization, or the model
             is not a classifier of a registered variant.
         ModelError: ``target`` is not one of the model's classes.
     """
-    vectorizer = vectorizer_of(model)
-    texts = tf.constant([text], dtype=tf.string)
-    token_ids = keras.ops.convert_to_numpy(vectorizer(texts))[0]
+    view = view_of(model)
+    token_ids = view.encode(text)
     count = int(np.count_nonzero(token_ids))  # padding (0) only ever follows the words
     if count == 0:
         raise ExplainError("no words left after standardization (nothing to explain)")
-    classifier, labels = classifier_of(model), labels_of(model)
+    labels = view.labels
     ids = token_ids[:count]
-    probabilities = keras.ops.convert_to_numpy(classifier(ids[None, :], training=False))[0]
+    probabilities = np.asarray(view.probabilities(ids[None, :]))[0]
     c = target_class(labels, target, probabilities)
-    variant = variants.variant_of_model(classifier.name)
-    explains = variant.explains if variant is not None else "attention"
     branch = None  # a fused model's attention branch: its share of the margin
-    bag = classifier.get_layer("bag") if explains != "attention" else None
-    if explains == "contributions":
-        _, shares = word_contributions(classifier, ids, c)
-        layer, heads = variant.explained_as, 0
+    weights = view.ngram_weights if view.explains != "attention" else None
+    if view.explains == "contributions":
+        _, shares = word_contributions(weights, *view.ngram_values(ids), count, c)
+        heads = 0
     else:
-        explainer, layer = attention_model(classifier)
-        _, weights = explainer(ids[None, :], training=False)
-        weights = keras.ops.convert_to_numpy(weights)[0]
-        read = weights.shape[-1]  # a fused model's attention branch reads the first words only
+        attention, logits = view.attention(ids)
+        read = attention.shape[-1]  # a fused model's attention branch reads the first words only
         received = np.zeros(count)
-        received[:read] = attention_received(weights, np.ones(read, dtype=bool))
-        heads = weights.shape[0]
-        if explains == "contributions+attention":  # both branches: exact, each in its panel
-            _, shares = word_contributions(classifier, ids, c)
-            branch = branch_log_odds(classifier, ids, c=c)
+        received[:read] = attention_received(attention, np.ones(read, dtype=bool))
+        heads = attention.shape[0]
+        if view.explains == "contributions+attention":  # both branches: exact, each in its panel
+            _, shares = word_contributions(weights, *view.ngram_values(ids), count, c)
+            branch = branch_margin(logits, weights.head_kernel, c)
         else:  # attention has no sign: the occlusion of each word says which way it pushes
-            _, shares = word_occlusion(classifier, ids, c=c)
+            _, shares = word_occlusion(view.probabilities, ids, c=c)
     probability = float(probabilities[c])
     if len(labels) == 2:
         label = labels[1] if float(probabilities[1]) >= threshold else labels[0]
     else:
         label = labels[int(np.argmax(probabilities))]
 
-    words = [
-        word.decode("utf-8", errors="replace")
-        for word in tf.strings.split(standardize_review(texts)).to_list()[0]
-    ]
-    length = vectorizer.sequence_length
-    kept = words[:length] if vectorizer.truncate == "head" else words[-length:]
+    tokenizer = view.tokenizer
+    words = tokenizer.words(text)
+    kept = tokenizer.kept_words(text)
     if len(kept) != count:  # never expected; fall back to the vocabulary's spelling
-        vocabulary = vectorizer.get_vocabulary()
-        kept = [vocabulary[int(i)] for i in token_ids[:count]]
+        kept = [tokenizer.vocabulary[int(i)] for i in token_ids[:count]]
     return Explanation(
         source=source,
         tokens=kept,
@@ -176,17 +167,17 @@ def explain_text(
         attention=shares,
         probability=probability,
         label=label,
-        layer=layer,
+        layer=view.layer,
         heads=int(heads),
         dropped_words=max(0, len(words) - count),
-        truncate=vectorizer.truncate,
+        truncate=tokenizer.truncate,
         signed=True,
         weights=None if heads == 0 else received,
         branch_log_odds=branch,
         target=labels[c],
         against=labels[1 - c] if len(labels) == 2 else "",
-        ngram_order=getattr(bag, "order", 2),
-        scaled="NB-scaled" if getattr(bag, "scale_name", "idf") == "ratio" else "TF-IDF",
+        ngram_order=weights.order if weights is not None else 2,
+        scaled="NB-scaled" if weights is not None and weights.scale_name == "ratio" else "TF-IDF",
     )
 
 
@@ -220,7 +211,7 @@ def output_format_of(output: str | None, output_format: str | None) -> str:
 
 
 def explain_file(
-    model: keras.Model,
+    model,
     path: str,
     *,
     output: str | None = None,
@@ -239,19 +230,20 @@ def explain_file(
     """
     reporter = Reporter(err)
     output_format = output_format_of(output, output_format)
-    vectorizer = vectorizer_of(model)
+    view = view_of(model)
+    tokenizer = view.tokenizer
     reviews = read_reviews(
         [path],
         reporter,
-        max_bytes=review_byte_limit(vectorizer.sequence_length),
-        keep=vectorizer.truncate,
+        max_bytes=review_byte_limit(tokenizer.sequence_length),
+        keep=tokenizer.truncate,
         stdin=stdin,
     )
     review = next(iter(reviews), None)
     if review is None:
         return None
     try:
-        explanation = explain_text(model, review.text, threshold, review.source, target)
+        explanation = explain_text(view, review.text, threshold, review.source, target)
     except ExplainError as error:
         reporter.error(review.source, str(error))
         return None

@@ -1,23 +1,28 @@
 """What each word of one review does to a classifier's answer, in numbers: the class to weigh
 words towards (:func:`target_class`) and its margin (:func:`margin_direction`), a linear model's
 exact word contributions (:func:`word_contributions`), a fused model's attention branch
-(:func:`branch_log_odds`), any model's occlusion (:func:`word_occlusion`) and the attention a
+(:func:`branch_margin`), any model's occlusion (:func:`word_occlusion`) and the attention a
 token receives (:func:`attention_received`). :mod:`classifier.explain.explanation` draws them.
 
-Example (a trained ``nbow`` classifier and one review's ids)::
+They take NumPy arrays, from a Keras model (:mod:`classifier.explain.keras_view`) or from a
+bundle without TensorFlow (:mod:`classifier.explain.bundle_view`).
 
-    probability, shares = word_contributions(classifier, np.array([12, 845, 7]), c=1)
+Example (a bag's weights, one review's ids)::
+
+    features, values = weights.feature_values(ids[None, :])
+    positions = weights.features(ids[None, :])[0]
+    probability, shares = word_contributions(weights, features[0], values[0], positions, len(ids))
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
-import keras
 import numpy as np
 
 from classifier.errors import ModelError
-from classifier.layers.ngrams import ngram_features
+from classifier.serving.explain_parts import NgramWeights
 
 
 def target_class(
@@ -61,16 +66,23 @@ def margin_direction(matrix: np.ndarray, c: int) -> np.ndarray:
 
 
 def word_occlusion(
-    classifier: keras.Model, token_ids: np.ndarray, batch_size: int = 64, c: int = 1
+    predict: Callable[[np.ndarray], np.ndarray],
+    token_ids: np.ndarray,
+    batch_size: int = 64,
+    c: int = 1,
 ) -> tuple[float, np.ndarray]:
     """P(class ``c``) of one review's ids (no padding), and per word how far it moves class
     ``c``'s margin (:func:`margin_direction` of the log-probabilities; the log-odds of positive
     for two classes): the margin of the review minus that of the review without the word (the
     words after it move up one place). Positive: the word pushes towards class ``c``.
+    ``predict`` maps token ids (B, W) to the model's probabilities (B, K).
 
-    Example (a trained classifier)::
+    Example (a model that counts word 5, probabilities as a softmax of that count)::
 
-        probability, moves = word_occlusion(classifier, np.array([12, 845, 7]))
+        >>> count = lambda ids: np.stack([np.zeros(len(ids)), (ids == 5).sum(1)], 1)
+        >>> softmax = lambda ids: np.exp(count(ids)) / np.exp(count(ids)).sum(1, keepdims=True)
+        >>> word_occlusion(softmax, np.array([5, 7]))[1].round(6).tolist()
+        [1.0, 0.0]
     """
     ids = np.asarray(token_ids, dtype=np.int64)
     n = len(ids)
@@ -79,10 +91,7 @@ def word_occlusion(
         without[i, : n - 1] = np.delete(ids, i)
     rows = np.concatenate([ids[None, :], np.pad(without, ((0, 0), (0, n - without.shape[1])))])
     probabilities = np.concatenate(
-        [
-            keras.ops.convert_to_numpy(classifier(rows[i : i + batch_size], training=False))
-            for i in range(0, len(rows), batch_size)
-        ]
+        [np.asarray(predict(rows[i : i + batch_size])) for i in range(0, len(rows), batch_size)]
     ).astype(np.float64)
     probabilities = np.clip(probabilities, 1e-12, 1.0)
     margins = margin_direction(np.log(probabilities), c)
@@ -90,13 +99,26 @@ def word_occlusion(
 
 
 def word_contributions(
-    classifier: keras.Model, token_ids: np.ndarray, c: int = 1
+    weights: NgramWeights,
+    features: np.ndarray,
+    values: np.ndarray,
+    positions: np.ndarray,
+    length: int,
+    c: int = 1,
 ) -> tuple[float, np.ndarray]:
     """The sigmoid of class ``c``'s margin (for two classes, P(``c``)) of a bag-of-n-grams
-    classifier (``bow``, ``nbow``) for one review's ids (no padding), and each word's
-    contribution to that margin (the log-odds of positive for two classes,
-    :func:`margin_direction`). Of a fused classifier (``nbow_attention``): the contributions of
-    its n-gram branch (layer ``bag``), and the sigmoid of that branch's margin alone.
+    classifier (``bow``, ``nbow``) for one review, and each word's contribution to that margin
+    (the log-odds of positive for two classes, :func:`margin_direction`). Of a fused
+    classifier (``nbow_attention``): the contributions of its n-gram branch (layer ``bag``), and
+    the sigmoid of that branch's margin alone.
+
+    Args:
+        weights: the bag's and the head's weights.
+        features, values: the review's sorted feature ids (F,) and their normalised values (F,)
+            or (F, outputs) (:meth:`~classifier.serving.explain_parts.NgramWeights.feature_values`).
+        positions: its feature ids in order of position: the n unigrams, then the n - 1 bigrams,
+            and so on (:func:`~classifier.serving.explain_parts.ngram_features`).
+        length: its number of words n.
 
     A feature f (a word, or n neighbouring words) adds ``(value_f * k_f) . d`` to the margin,
     where ``value_f`` is its normalised value (TF-IDF, or NB-scaled; for more than two classes
@@ -106,22 +128,17 @@ def word_contributions(
     counts once). So the contributions sum to the log-odds minus the bias (the calibration's
     offset is in the bias): nothing is lost or invented.
     """
-    bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
-    kernel, head_bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
-    direction = margin_direction(kernel, c)
-    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
-    features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
+    direction = margin_direction(weights.head_kernel, c)
+    values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:  # one value per feature (two classes), else one per output (K NB ratios)
         values = values[:, None]
-    rows = keras.ops.convert_to_numpy(bag.kernel).astype(np.float64)[features]  # (F, outputs)
+    rows = np.asarray(weights.kernel, dtype=np.float64)[features]  # (F, outputs)
     added = (values * rows) @ direction
     per_feature = {  # first occurrences only: a repeat's values are 0
         int(f): float(c) for f, c, v in zip(features, added, values.any(axis=1), strict=True) if v
     }
-    order = getattr(bag, "order", 2)  # bow: words and pairs
-    unsorted = ngram_features(ids, bag.vocab_size, bag.buckets, order)
-    unsorted = keras.ops.convert_to_numpy(unsorted)[0].tolist()
-    length, spans, offset = ids.shape[1], [], 0  # spans: (feature, first word, n)
+    order, unsorted = weights.order, np.asarray(positions).tolist()
+    spans, offset = [], 0  # spans: (feature, first word, n)
     for n in range(1, order + 1):
         count = max(length - n + 1, 0)
         spans += [(f, start, n) for start, f in enumerate(unsorted[offset : offset + count])]
@@ -130,29 +147,23 @@ def word_contributions(
     shares = np.zeros(length)
     for feature, start, n in spans:
         shares[start : start + n] += per_feature.get(feature, 0.0) / times[feature] / n
-    bias = keras.ops.convert_to_numpy(bag.bias).astype(np.float64) @ direction
-    margin = float(shares.sum() + bias + margin_direction(head_bias, c))
+    bias = np.asarray(weights.bias, dtype=np.float64) @ direction
+    margin = float(shares.sum() + bias + margin_direction(weights.head_bias, c))
     return float(1 / (1 + np.exp(-margin))), shares
 
 
-def branch_log_odds(
-    classifier: keras.Model, token_ids: np.ndarray, layer: str = "attention_logits", c: int = 1
-) -> float:
+def branch_margin(logits: np.ndarray, head_kernel: np.ndarray, c: int = 1) -> float:
     """What one branch of a fused classifier (``nbow_attention``) adds to class ``c``'s margin
-    (the log-odds of positive for two classes) for one review's ids (no padding): the logits of
-    its layer ``layer``, through the head's margin direction (the temperature included). The n-gram branch's word
-    contributions (:func:`word_contributions`), its bias, the head's bias and this sum to the
-    model's log-odds.
+    (the log-odds of positive for two classes): its logits (K,) through the head's margin
+    direction (the temperature included). The n-gram branch's word contributions
+    (:func:`word_contributions`), its bias, the head's bias and this sum to the model's margin.
 
-    Example (a trained ``nbow_attention`` classifier)::
-
-        attention_part = branch_log_odds(classifier, np.array([12, 845, 7]))
+    Example:
+        >>> branch_margin(np.array([0.5, 2.0]), np.eye(2))
+        1.5
     """
-    kernel = keras.ops.convert_to_numpy(classifier.get_layer("head").kernel).astype(np.float64)
-    branch = keras.Model(classifier.input, classifier.get_layer(layer).output)
-    ids = np.asarray(token_ids, dtype=np.int64)[None, :]
-    logits = keras.ops.convert_to_numpy(branch(ids, training=False))[0].astype(np.float64)
-    return float(logits @ margin_direction(kernel, c))
+    logits = np.asarray(logits, dtype=np.float64)
+    return float(logits @ margin_direction(np.asarray(head_kernel, dtype=np.float64), c))
 
 
 def attention_received(weights: np.ndarray, mask: np.ndarray) -> np.ndarray:

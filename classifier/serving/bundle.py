@@ -4,10 +4,13 @@
 (the format is described there): the classifier part of the model (token ids in, probabilities
 out) converted by ``model.export(path, format="litert")`` with LiteRT's built-in ops only (no
 TensorFlow "select" ops, which would need TensorFlow at run time), the vectorizer's vocabulary,
-and ``bundle.json``. Before it returns, it loads the bundle back and checks that it computes
+what ``classify explain`` reads (:mod:`classifier.serving.explain_parts`: an n-gram model's
+weights, an attention model's attention weights as a second LiteRT model) and ``bundle.json``.
+Before it returns, it loads the bundle back and checks that it computes
 what the Keras model computes: the tokenizer gives the vectorizer's ids on tricky strings, and
 the probabilities agree within :data:`TOLERANCE` on texts of every length from 0 to past
-``sequence_length``, batched as ``classify predict`` batches them.
+``sequence_length``, batched as ``classify predict`` batches them; so do the explain parts (the
+n-gram features' NumPy twin, the attention weights) on a short and a long run of words.
 
 Every variant exports (``tests/test_bundle.py``). For the default model (10,000 words, 256
 tokens, ``attention``, 16 dimensions) the LiteRT export takes about 1.9 s and writing the whole
@@ -36,7 +39,14 @@ import tensorflow as tf
 from classifier.config.variants import variant_of_model
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.data.tokenizer import Tokenizer
-from classifier.errors import ModelError, first_line
+from classifier.errors import ExplainError, ModelError, first_line
+from classifier.models.explained import attention_model
+from classifier.serving.explain_parts import (
+    ATTENTION_FILE,
+    NGRAMS_FILE,
+    NgramWeights,
+    load_explain_parts,
+)
 from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
 from classifier.serving.litert_engine import (
     BUNDLE_FORMAT,
@@ -98,6 +108,7 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     (folder / MANIFEST).unlink(missing_ok=True)
     _export_litert(token_classifier, folder / MODEL_FILE, shown)
     (folder / VOCABULARY_FILE).write_bytes("\n".join(vocabulary).encode("utf-8"))
+    explain, explainer = _write_explain_parts(classifier, folder, shown)
     variant = variant_of_model(classifier.name)
     manifest = {
         "format": BUNDLE_FORMAT,
@@ -115,18 +126,75 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
         "output": {"dtype": "float32", "shape": ["B", "num_classes"]},
         "files": {
             name: {"bytes": len(content), "sha256": file_digest(content)}
-            for name in (MODEL_FILE, VOCABULARY_FILE)
+            for name in (MODEL_FILE, VOCABULARY_FILE, NGRAMS_FILE, ATTENTION_FILE)
+            if name in (MODEL_FILE, VOCABULARY_FILE) or (explain and name in explain["files"])
             for content in [(folder / name).read_bytes()]
         },
+        "explain": explain and {key: value for key, value in explain.items() if key != "files"},
         "exported_with": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     try:
         _check_reproduces(end_to_end_model, folder, shown)
+        if explain:
+            _check_explains(classifier, explainer, folder, vectorizer, shown)
     except BaseException:
         (folder / MANIFEST).unlink(missing_ok=True)  # never leave a wrong bundle loadable
         raise
     return folder
+
+
+def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
+    """The weights of a classifier's bag of n-grams (layer ``bag``) and its head, as NumPy.
+
+    Raises:
+        ValueError: the classifier has no layer ``bag``.
+    """
+    bag, head = classifier.get_layer("bag"), classifier.get_layer("head")
+    numpy = keras.ops.convert_to_numpy
+    return NgramWeights(
+        vocab_size=int(bag.vocab_size),
+        buckets=int(bag.buckets),
+        order=int(getattr(bag, "order", 2)),
+        scale_name=str(getattr(bag, "scale_name", "idf")),
+        scale=numpy(bag.scale),
+        kernel=numpy(bag.kernel),
+        bias=numpy(bag.bias),
+        head_kernel=numpy(head.kernel),
+        head_bias=numpy(head.bias),
+    )
+
+
+def _write_explain_parts(
+    classifier: keras.Model, folder: Path, shown: str
+) -> tuple[dict | None, keras.Model | None]:
+    """Write what ``classify explain`` reads (:mod:`classifier.serving.explain_parts`) into
+    ``folder``: the bag's weights for n-gram models, the attention model as LiteRT for attention
+    models. Return ``bundle.json``'s ``"explain"`` entry with the files written (None for a
+    classifier of no known variant: Keras explains it, as before) and the attention model."""
+    variant = variant_of_model(classifier.name)
+    if variant is None:
+        return None, None
+    model = None
+    entry = {"explains": variant.explains, "layer": variant.explained_as, "files": []}
+    if variant.explains != "attention":
+        weights = ngram_weights_of(classifier)
+        described = ("vocab_size", "buckets", "order", "scale_name")
+        entry["ngrams"] = {name: getattr(weights, name) for name in described}
+        arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
+        arrays |= {"head_kernel": weights.head_kernel, "head_bias": weights.head_bias}
+        with open(folder / NGRAMS_FILE, "wb") as file:
+            np.savez(file, **arrays)
+        entry["files"].append(NGRAMS_FILE)
+    if variant.explains != "contributions":
+        try:
+            model, entry["layer"] = attention_model(classifier)
+        except ExplainError as error:
+            raise ModelError(f"{shown}: {error}") from None
+        _export_litert(model, folder / ATTENTION_FILE, shown)
+        entry["attention"] = {"outputs": [str(output.shape) for output in model.outputs]}
+        entry["files"].append(ATTENTION_FILE)
+    return entry, model
 
 
 def _any_length(classifier: keras.Model, shown: str) -> keras.Model:
@@ -213,3 +281,32 @@ def _check_reproduces(model: keras.Model, folder: Path, shown: str) -> None:
                 f"{shown}: its LiteRT bundle differs from the Keras model by {worst:.2g} (batch "
                 f"size {batch_size}; at most {TOLERANCE:g} is allowed)"
             )
+
+
+def _check_explains(
+    classifier: keras.Model,
+    explainer: keras.Model | None,
+    folder: Path,
+    vectorizer: ReviewVectorizer,
+    shown: str,
+) -> None:
+    """Load the bundle's explain parts and compare them with Keras on a short and a long run of
+    random words: the bag's features and values (the NumPy twin), the attention weights and a
+    fused model's branch logits."""
+    parts = load_explain_parts(load_bundle(folder))
+    rng = np.random.default_rng(1)
+    for length in sorted({3, min(40, vectorizer.sequence_length)}):
+        ids = rng.integers(1, len(vectorizer.get_vocabulary()), size=(1, length))
+        expected, actual = [], []
+        if parts.ngrams is not None:
+            bag = classifier.get_layer("bag")
+            expected += [keras.ops.convert_to_numpy(a) for a in bag.feature_values(ids)]
+            actual += list(parts.ngrams.feature_values(ids))
+        if parts.attention is not None and explainer is not None:
+            outputs = explainer(ids, training=False)
+            outputs = outputs if isinstance(outputs, list | tuple) else [outputs]
+            expected += [keras.ops.convert_to_numpy(output)[0] for output in outputs]
+            actual += [a for a in parts.attention(ids[0]) if a is not None]
+        for e, a in zip(expected, actual, strict=True):
+            if e.shape != a.shape or not float(np.max(np.abs(e - a), initial=0.0)) <= TOLERANCE:
+                raise ModelError(f"{shown}: its explain parts differ from the Keras model's")

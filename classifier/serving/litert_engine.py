@@ -9,7 +9,10 @@ end-to-end Keras model:
 |                       | probabilities (B, 2) float32, for any B and any T <= sequence_length   |
 | ``vocabulary.txt``    | the tokens by id, one per line, as ``ReviewVectorizer.get_vocabulary()`` |
 | ``bundle.json``       | format and version, sequence_length, truncate, standardization, the    |
-|                       | labels, the model's name and variant, each file's size and SHA-256      |
+|                       | labels, the model's name and variant, each file's size and SHA-256,     |
+|                       | and what ``classify explain`` reads (``"explain"``)                     |
+| ``ngrams.npz``,       | for ``classify explain``: the weights of a bag of n-grams, and the      |
+| ``attention.tflite``  | attention weights as a LiteRT model (:mod:`~classifier.serving.explain_parts`) |
 
 :func:`load_bundle` checks it and returns a :class:`BundleModel`, which tokenizes with
 :class:`classifier.data.tokenizer.Tokenizer` (exactly ``ReviewVectorizer``'s ids) and predicts as
@@ -58,7 +61,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +95,10 @@ class BundleInfo:
     labels: tuple[str, ...]
     model_name: str
     variant: str | None
+    #: ``bundle.json``'s ``"files"`` (name: bytes and SHA-256) and ``"explain"`` entries: what
+    #: :mod:`classifier.serving.explain_parts` reads (``None``: written before them).
+    files: dict = field(default_factory=dict)
+    explain: dict | None = None
 
 
 class BundleModel:
@@ -121,10 +128,12 @@ class BundleModel:
         tokenizer: Tokenizer,
         model_content: bytes,
         num_threads: int | None = None,
+        folder: Path | None = None,
     ):
         from ai_edge_litert.interpreter import Interpreter  # 0.02 to 0.15 s
 
         self.info = info
+        self.folder = folder  # where it was loaded from (None: built in memory)
         self.tokenizer = tokenizer
         self.name = info.model_name
         self.variant = info.variant
@@ -160,7 +169,7 @@ class BundleModel:
         if shape != self._shape:
             self._interpreter.resize_tensor_input(self._input, shape, strict=False)
             if self._shape is None:
-                _without_delegate_note(self._interpreter.allocate_tensors)
+                without_delegate_note(self._interpreter.allocate_tensors)
             else:
                 self._interpreter.allocate_tensors()
             self._shape = shape
@@ -203,7 +212,7 @@ class BundleModel:
         return probabilities
 
 
-def _without_delegate_note(allocate) -> None:
+def without_delegate_note(allocate) -> None:
     """Call ``allocate()`` with stderr's file descriptor caught, then pass on what it printed
     except LiteRT's note that it uses XNNPACK (``classify`` prints nothing on success)."""
     try:
@@ -251,7 +260,7 @@ def load_bundle(path: str | Path, num_threads: int | None = None) -> BundleModel
         raise ModelError(f"{shown}: not a folder (a bundle is a folder holding {MANIFEST})")
     manifest = _read_manifest(folder, shown)
     info = _info(manifest, shown)
-    contents = {name: _read_checked(folder, name, manifest, shown) for name in _FILES}
+    contents = {name: read_checked(folder, name, info.files, shown) for name in _FILES}
     try:
         vocabulary = contents[VOCABULARY_FILE].decode("utf-8").split("\n")
         tokenizer = Tokenizer(vocabulary, info.sequence_length, info.truncate)
@@ -263,7 +272,9 @@ def load_bundle(path: str | Path, num_threads: int | None = None) -> BundleModel
             f"{manifest.get('vocab_size')}"
         )
     try:
-        model = BundleModel(info, tokenizer, contents[MODEL_FILE], num_threads=num_threads)
+        model = BundleModel(
+            info, tokenizer, contents[MODEL_FILE], num_threads=num_threads, folder=folder
+        )
     except (ValueError, RuntimeError) as error:  # what LiteRT raises for a bad flatbuffer
         raise ModelError(
             f"{shown}: {MODEL_FILE} is not a LiteRT model ({first_line(error)})"
@@ -308,6 +319,8 @@ def _info(manifest: dict, shown: str) -> BundleInfo:
             labels=labels,
             model_name=str(manifest.get("model_name", "")),
             variant=manifest.get("variant"),
+            files=dict(manifest.get("files") or {}),
+            explain=manifest.get("explain") or None,
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ModelError(f"{shown}: {MANIFEST} lacks or mangles {first_line(error)}") from None
@@ -325,8 +338,14 @@ def _info(manifest: dict, shown: str) -> BundleInfo:
     return info
 
 
-def _read_checked(folder: Path, name: str, manifest: dict, shown: str) -> bytes:
-    expected = (manifest.get("files") or {}).get(name) or {}
+def read_checked(folder: Path, name: str, files: dict, shown: str) -> bytes:
+    """The bytes of file ``name`` of the bundle in ``folder``, as ``files`` (``bundle.json``'s
+    entry) records them.
+
+    Raises:
+        ModelError: one line: the file is missing, unreadable, or changed since it was written.
+    """
+    expected = files.get(name) or {}
     try:
         content = (folder / name).read_bytes()
     except FileNotFoundError:

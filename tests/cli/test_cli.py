@@ -287,11 +287,10 @@ def test_tensorflow_logs_errors_only_when_verbose(monkeypatch):
     assert os.environ["CLASSIFY_VERBOSE"] == "1"
 
 
-def test_the_help_of_model_offers_a_bundle_only_where_one_can_serve():
-    # explain needs the Keras model (its attention); it refuses a bundle folder
-    explain, predict = run("explain", "--help").output, run("predict", "--help").output
-    assert "bundle" not in " ".join(explain.split())
-    assert "a run's LiteRT bundle folder" in " ".join(predict.split())
+@pytest.mark.parametrize("command", ["predict", "explain", "evaluate"])
+def test_the_help_of_model_offers_a_bundle_folder(command):
+    # a bundle serves each of them: explain reads the weights and attention model it holds
+    assert "a run's LiteRT bundle folder" in " ".join(run(command, "--help").output.split())
 
 
 def test_threads_limits_tensorflow_to_that_many_threads():

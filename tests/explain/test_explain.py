@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from classifier.explain.explanation import explain_text
+from classifier.explain.explanation import explain_text, summary
 from classifier.explain.measures import attention_received
 from classifier.layers import attention_mask, padding_mask
+from classifier.serving.model_source import find_bundle
 from classifier.serving.predict import predict_texts
+from tests.conftest import ROOT
 from tests.model_helpers import NEGATIVE, PNG_MAGIC, POSITIVE, VARIANTS, err_lines, run, untrained
 
 
@@ -157,3 +164,59 @@ def test_the_word_whose_removal_flips_the_label_weighs_most_towards_it(model):
             assert flips[int(np.argmax(towards * explanation.attention))], text
         assert explanation.weights is not None and explanation.weights.sum() == pytest.approx(1)
     assert found, "no candidate review flips when one word is removed"
+
+
+def test_explain_runs_without_tensorflow_and_draws_what_keras_draws(trained, model, tmp_path):
+    """The registered model's bundle explains a review in a process that never imports
+    TensorFlow or Keras (its import would also mute stderr), with the Keras figures."""
+    review = tmp_path / "review.txt"
+    review.write_text(NEGATIVE + "\n")
+    script = (
+        "import sys\n"
+        "from classifier.cli.main import cli\n"
+        "try:\n"
+        f"    cli.main(['explain', {str(review)!r}, '-o', {str(tmp_path / 'out.html')!r}],"
+        " standalone_mode=False)\n"
+        "finally:\n"
+        "    print(sorted({'tensorflow', 'keras'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    line, imported = done.stdout.strip().splitlines()
+    assert imported == "[]"
+    expected = explain_text(model, NEGATIVE)
+    assert line == summary(tmp_path / "out.html", expected)  # the same label and P(positive)
+    page = (tmp_path / "out.html").read_text()
+    shaded = [float(value) for value in re.findall(r'class="t" [^>]*title="([-0-9.]+)"', page)]
+    assert len(shaded) == 2 * len(expected.tokens)  # each word's push, then its attention
+    pushes = np.concatenate([expected.attention, expected.weights])
+    np.testing.assert_allclose(shaded, pushes, rtol=0, atol=0.6e-4)  # 4 decimals
+
+
+def test_a_bundle_written_before_explain_parts(trained, reviews, tmp_path):
+    """A run logged before bundles held explain parts is explained by its Keras model, as
+    before; such a bundle folder given by path (no Keras model beside it) is one line."""
+    folder = find_bundle(None)
+    manifest = folder / "bundle.json"
+    saved = manifest.read_text()
+    target = tmp_path / "out.png"
+    with_parts = run("explain", str(reviews["pos"]), "-o", str(target))
+    assert with_parts.exit_code == 0, with_parts.output
+    try:
+        older = json.loads(saved)
+        del older["explain"]
+        manifest.write_text(json.dumps(older))
+        from_keras = run("explain", str(reviews["pos"]), "-o", str(target))
+        assert from_keras.exit_code == 0, from_keras.output
+        assert from_keras.stdout == with_parts.stdout
+        by_path = run("explain", str(reviews["pos"]), "--model", str(folder))
+        assert by_path.exit_code == 2
+        assert err_lines(by_path) == [
+            f"classify: error: model bundle {folder}: written before bundles held what explain "
+            "needs "
+            "(explain its run's model.keras, or its models:/ URI, instead)"
+        ]
+    finally:
+        manifest.write_text(saved)

@@ -11,7 +11,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.explain.explanation import explain_text
-from classifier.explain.measures import word_contributions
+from classifier.explain.keras_view import word_contributions
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.model_source import find_bundle
 from classifier.serving.predict import predict_texts

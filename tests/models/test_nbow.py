@@ -12,7 +12,7 @@ import pytest
 
 from classifier.data.pipeline import load_raw_splits
 from classifier.explain.explanation import explain_text
-from classifier.explain.measures import word_contributions
+from classifier.explain.keras_view import word_contributions
 from classifier.layers.nb_ngrams import class_feature_counts, log_count_ratios
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.predict import predict_texts

@@ -13,7 +13,7 @@ import pytest
 
 from classifier.config.schema import ModelConfig
 from classifier.explain.explanation import explain_text
-from classifier.explain.measures import branch_log_odds, word_contributions
+from classifier.explain.keras_view import branch_log_odds, word_contributions
 from classifier.models import classifier as builders
 from classifier.serving.keras_engine import classifier_of, vectorizer_of
 from classifier.serving.predict import predict_texts

@@ -18,8 +18,10 @@ import pytest
 from classifier.config import variants
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError
+from classifier.explain.explanation import explain_text
 from classifier.models.classifier import build_end_to_end
 from classifier.serving.bundle import write_bundle
+from classifier.serving.explain_parts import ATTENTION_FILE, NGRAMS_FILE
 from classifier.serving.keras_engine import classifier_of, labels_of
 from classifier.serving.litert_engine import (
     MANIFEST,
@@ -101,6 +103,41 @@ def assert_same_probabilities(keras_model: keras.Model, bundle: BundleModel) -> 
     assert np.std(expected) > 0.02, "the weights give near-constant probabilities: a weak test"
 
 
+def assert_same_explanations(
+    keras_model: keras.Model, bundle: BundleModel, target: str | None = None
+) -> None:
+    """``classify explain``'s figures from the bundle (no TensorFlow) are the Keras model's
+    within 1e-5: probability, each word's push, the attention received, a branch's share."""
+    reviews = [POSITIVE, NEGATIVE, "great", "awful dull " * SEQUENCE_LENGTH + "wonderful great"]
+    pushes = []
+    for text in reviews:
+        expected = explain_text(keras_model, text, target=target)
+        actual = explain_text(bundle, text, target=target)
+        assert (actual.tokens, actual.in_vocabulary, actual.label, actual.target) == (
+            expected.tokens,
+            expected.in_vocabulary,
+            expected.label,
+            expected.target,
+        )
+        assert (actual.layer, actual.kind, actual.heads, actual.scaled, actual.ngram_order) == (
+            expected.layer,
+            expected.kind,
+            expected.heads,
+            expected.scaled,
+            expected.ngram_order,
+        )
+        assert actual.probability == pytest.approx(expected.probability, abs=1e-5)
+        np.testing.assert_allclose(actual.attention, expected.attention, rtol=0, atol=1e-5)
+        assert (actual.weights is None) == (expected.weights is None)
+        if expected.weights is not None:
+            np.testing.assert_allclose(actual.weights, expected.weights, rtol=0, atol=1e-5)
+        assert (actual.branch_log_odds is None) == (expected.branch_log_odds is None)
+        if expected.branch_log_odds is not None:
+            assert actual.branch_log_odds == pytest.approx(expected.branch_log_odds, abs=1e-5)
+        pushes.append(np.abs(expected.attention).max())
+    assert max(pushes) > 0.05, "the words barely push: a weak test"
+
+
 @pytest.fixture(scope="module")
 def attention_bundle(tmp_path_factory) -> tuple[keras.Model, Path]:
     model = spread(untrained("attention", SEQUENCE_LENGTH))
@@ -111,11 +148,18 @@ def attention_bundle(tmp_path_factory) -> tuple[keras.Model, Path]:
 
 
 @pytest.mark.parametrize("variant", variants.names())
-def test_every_variant_saved_and_loaded_gives_the_keras_probabilities(variant, tmp_path):
+def test_every_variant_saved_and_loaded_gives_the_keras_probabilities_and_explanations(
+    variant, tmp_path
+):
     model = saved_and_loaded(spread(untrained(variant, SEQUENCE_LENGTH)), tmp_path)
     folder = write_bundle(model, tmp_path / "bundle")
-    assert sorted(path.name for path in folder.iterdir()) == [MANIFEST, MODEL_FILE, VOCABULARY_FILE]
+    explains = variants.get(variant).explains
+    parts = [NGRAMS_FILE] * (explains != "attention") + [ATTENTION_FILE] * ("attention" in explains)
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        [MANIFEST, MODEL_FILE, VOCABULARY_FILE, *parts]
+    )
     bundle = load_bundle(folder)
+    assert_same_explanations(model, bundle)
     assert (bundle.variant, bundle.sequence_length, bundle.truncate) == (variant, 12, "tail")
     assert bundle.labels == ("negative", "positive")
     assert_same_probabilities(model, bundle)
@@ -145,6 +189,8 @@ def test_every_variant_of_three_classes_carries_its_names_into_the_bundle(varian
         np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-5)
     np.testing.assert_allclose(expected.sum(axis=1), 1.0, atol=1e-5)
     assert np.std(expected) > 0.02, "near-constant probabilities: a weak test"
+    assert_same_explanations(model, bundle)  # towards the predicted class
+    assert_same_explanations(model, bundle, target="so-so")
 
 
 def test_an_imdb_model_has_no_class_names_layer_and_the_imdb_names():

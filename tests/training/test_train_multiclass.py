@@ -242,7 +242,8 @@ def test_explain_weighs_words_towards_the_predicted_or_the_named_class(three_cla
 
 
 def test_a_words_contributions_sum_to_the_class_margin(three_classes):
-    from classifier.explain.measures import margin_direction, word_contributions
+    from classifier.explain.keras_view import word_contributions
+    from classifier.explain.measures import margin_direction
     from classifier.serving.keras_engine import classifier_of, vectorizer_of
 
     model = load_model(f"models:/{NAME}@newest")

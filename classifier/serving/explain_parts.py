@@ -1,0 +1,198 @@
+"""What a bundle holds for ``classify explain``, read without TensorFlow: the weights of a bag of
+n-grams with a NumPy twin of its features, and a second LiteRT model giving the attention.
+
+:func:`classifier.serving.explain_export.write_explain_parts` writes them beside the classifier
+at training time, and ``bundle.json`` describes them under ``"explain"``:
+
+| file             | for                     | what                                            |
+|------------------|-------------------------|-------------------------------------------------|
+| ``ngrams.npz``   | ``bow``, ``nbow``,      | the bag's per-feature scale (idf or NB ratios), |
+|                  | ``nbow_attention``      | kernel and bias, and the head's kernel and bias |
+| ``attention.tflite`` | the attention variants | token ids (1, T) to the explained layer's     |
+|                  |                         | weights (1, h, T, S), and for ``nbow_attention`` |
+|                  |                         | its attention branch's logits (1, K)            |
+
+A bag's exact word contributions need its feature ids and their normalised values
+(:meth:`NgramWeights.feature_values`), computed here as
+:class:`classifier.layers.ngrams.BagOfNgrams` computes them with ``keras.ops``
+(``tests/serving/test_explain_parts.py`` checks the two agree). The explanation itself is
+:mod:`classifier.explain`'s; this module only reads what it needs. A bundle written before
+these parts existed has no ``"explain"`` entry: :func:`load_explain_parts` gives ``None`` and
+``classify explain`` loads the Keras model instead.
+
+Example (a run's bundle)::
+
+    parts = load_explain_parts(load_bundle("bundle"))
+    parts.ngrams.feature_values(np.array([[12, 845, 7]]))  # (features (1, 5), values (1, 5))
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from classifier.errors import ModelError, first_line
+from classifier.serving.litert_engine import read_checked, without_delegate_note
+
+NGRAMS_FILE = "ngrams.npz"
+ATTENTION_FILE = "attention.tflite"
+#: The arrays of ``ngrams.npz``.
+NGRAM_ARRAYS = ("scale", "kernel", "bias", "head_kernel", "head_bias")
+
+
+def ngram_features(token_ids: np.ndarray, vocab_size: int, buckets: int, order: int = 2):
+    """NumPy twin of :func:`classifier.layers.ngrams.ngram_features`: (B, T) ids to (B, F)
+    feature ids, the T unigrams, then the hashed n-grams of each order up to ``order``.
+
+    Example:
+        >>> ngram_features(np.array([[3, 4, 3, 0]]), 10, 16).tolist()
+        [[3, 4, 3, 0, 12, 21, 0]]
+    """
+    ids = np.asarray(token_ids, dtype=np.int64)
+    parts, code, real = [ids], ids, ids > 0
+    for n in range(2, order + 1):
+        code = code[:, :-1] * vocab_size + ids[:, n - 1 :]
+        real = real[:, :-1] & (ids[:, n - 1 :] > 0)
+        parts.append(np.where(real, vocab_size + np.mod(code, buckets), 0))
+    return np.concatenate(parts, axis=1)
+
+
+@dataclass(frozen=True)
+class NgramWeights:
+    """A bag of n-grams (layer ``bag``) and the head after it, as NumPy arrays.
+
+    Attributes:
+        vocab_size, buckets, order: the bag's feature numbering.
+        scale_name: ``idf`` (``bow``) or ``ratio`` (the NB-scaled bags).
+        scale: (F,) or, one per output, (F, outputs).
+        kernel, bias: the bag's linear map, (F, outputs) and (outputs,).
+        head_kernel, head_bias: the head's (outputs, K) and (K,), the temperature included.
+    """
+
+    vocab_size: int
+    buckets: int
+    order: int
+    scale_name: str
+    scale: np.ndarray
+    kernel: np.ndarray
+    bias: np.ndarray
+    head_kernel: np.ndarray
+    head_bias: np.ndarray
+
+    def features(self, token_ids: np.ndarray) -> np.ndarray:
+        """(B, F) feature ids in order of position (:func:`ngram_features`)."""
+        return ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
+
+    def feature_values(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(features (B, F), values (B, F) or (B, F, outputs))``: sorted feature ids and
+        their normalised scaled values, 0 for repeats and padding (the twin of
+        :meth:`classifier.layers.ngrams.BagOfNgrams.feature_values`, in float32 as it is)."""
+        features = np.sort(self.features(token_ids), axis=-1)
+        previous = np.pad(features[:, :-1], ((0, 0), (1, 0)))
+        present = ((features != previous) & (features > 0)).astype(np.float32)
+        scales = self.scale[features]
+        if self.scale.ndim == 2:
+            present = present[..., None]
+        values = present * scales
+        norm = np.sqrt(np.sum(np.square(values), axis=1, keepdims=True))
+        return features, values / np.maximum(norm, np.float32(1e-12))
+
+
+class AttentionOutputs:
+    """The attention LiteRT model of a bundle: one review's token ids to the explained layer's
+    weights, and a fused model's attention-branch logits.
+
+    Example (a bundle of an attention model)::
+
+        weights, branch = load_explain_parts(bundle).attention(np.array([12, 845, 7]))
+        weights.shape, branch  # (2, 3, 3), None
+    """
+
+    def __init__(self, model_content: bytes):
+        from ai_edge_litert.interpreter import Interpreter
+
+        self._interpreter = Interpreter(model_content=model_content)
+        (inputs,) = self._interpreter.get_input_details()
+        self._input = inputs["index"]
+        outputs = {
+            len(d["shape_signature"]): d["index"] for d in self._interpreter.get_output_details()
+        }
+        self._weights, self._branch = outputs.get(4), outputs.get(2)
+        if self._weights is None:
+            raise ValueError("no output of rank 4 (the attention weights)")
+
+    def __call__(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(weights (h, T, S), branch logits (K,) or None)`` of one review's ids (T,)."""
+        ids = np.ascontiguousarray(np.asarray(token_ids, dtype=np.int64)[None, :])
+        self._interpreter.resize_tensor_input(self._input, ids.shape, strict=False)
+        without_delegate_note(self._interpreter.allocate_tensors)
+        self._interpreter.set_tensor(self._input, ids)
+        self._interpreter.invoke()
+        weights = self._interpreter.get_tensor(self._weights)[0].copy()
+        if self._branch is None:
+            return weights, None
+        return weights, self._interpreter.get_tensor(self._branch)[0].copy()
+
+
+@dataclass(frozen=True)
+class ExplainParts:
+    """What ``bundle.json``'s ``"explain"`` entry and its files give.
+
+    Attributes:
+        explains: ``contributions``, ``attention`` or ``contributions+attention`` (the
+            variant's :attr:`~classifier.config.variants.Variant.explains`).
+        layer: the explained layer in words, for the caption.
+        ngrams: the bag's weights (n-gram models), else None.
+        attention: the attention model (attention models), else None.
+    """
+
+    explains: str
+    layer: str
+    ngrams: NgramWeights | None
+    attention: AttentionOutputs | None
+
+
+def has_explain_parts(bundle) -> bool:
+    """Whether a loaded bundle (:class:`~classifier.serving.litert_engine.BundleModel`) was
+    written with what ``classify explain`` reads."""
+    return bool(bundle.info.explain)
+
+
+def load_explain_parts(bundle) -> ExplainParts:
+    """Read and check the explain parts of a loaded bundle.
+
+    Raises:
+        ModelError: one line: the bundle has none (written before they existed), a file is
+            missing or changed since it was written, or unreadable.
+    """
+    entry, folder = bundle.info.explain, Path(bundle.folder)
+    shown = f"model bundle {folder}"
+    if not entry:
+        raise ModelError(
+            f"{shown}: written before bundles held what explain needs (explain its run's "
+            "model.keras, or its models:/ URI, instead)"
+        )
+    ngrams = attention = None
+    try:
+        if "ngrams" in entry:
+            described = entry["ngrams"]
+            content = read_checked(folder, NGRAMS_FILE, bundle.info.files, shown)
+            with np.load(io.BytesIO(content), allow_pickle=False) as arrays:
+                loaded = {name: arrays[name] for name in NGRAM_ARRAYS}
+            ngrams = NgramWeights(
+                vocab_size=int(described["vocab_size"]),
+                buckets=int(described["buckets"]),
+                order=int(described["order"]),
+                scale_name=str(described["scale_name"]),
+                **loaded,
+            )
+        if "attention" in entry:
+            attention = AttentionOutputs(
+                read_checked(folder, ATTENTION_FILE, bundle.info.files, shown)
+            )
+        return ExplainParts(str(entry["explains"]), str(entry["layer"]), ngrams, attention)
+    except (KeyError, TypeError, ValueError, RuntimeError, OSError) as error:
+        raise ModelError(f"{shown}: bad explain parts ({first_line(error)})") from None

@@ -1,0 +1,213 @@
+"""What one training run costs besides its epochs, part by part, on a run of the test suite's size.
+
+A run of ``classify train`` on 120 training, 40 validation and 80 test reviews (the test
+fixture's synthetic reviews, written as a TFDS folder here) trains 4 short epochs, yet takes
+seconds more: loading and vectorizing, building the model, starting the MLflow run, tracing the
+training graph, and at the end calibrating, evaluating, drawing, saving, exporting the LiteRT
+bundle (with its checks) and registering. Those parts are what every test that trains pays, and
+every small data set. This benchmark times each of them: each part is a function of the project
+wrapped here with a timer (the names below), in a fresh process per repeat, the import of
+TensorFlow excluded; a row is the median over ``--repeats``. Tracing is epoch 1's time minus the
+median of the later epochs (``epoch_time_s``, validation included).
+
+The fixed cost is everything but the epochs after the first: from the start of ``train()`` to
+the first epoch, the tracing, and from the end of the last epoch to the end of ``train()``. The
+issue's target is at most 5 s.
+
+Each variant runs twice: ``VARIANT:keras-export`` exports the bundle's LiteRT models as before
+2026-11-26, through Keras' ``model.export`` (a SavedModel written and read back), beside the
+converter given the model's call directly (the same bytes).
+
+Usage:
+    python benchmarks/run_fixed_cost.py                  # encoder and nbow, before and after, 3 repeats
+    python benchmarks/run_fixed_cost.py --quick          # one repeat
+    python benchmarks/run_fixed_cost.py --variants attention --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: (row, module, attribute): the functions timed, by where the run looks them up.
+PARTS = (
+    ("load the reviews", "classifier.training.train", "load_raw_splits"),
+    ("build the vocabulary", "classifier.training.train", "build_vectorizer"),
+    ("cache and batch the ids", "classifier.training.train", "make_datasets"),
+    ("build the model", "classifier.training.train", "new_model"),
+    ("MLflow: log the params", "classifier.training.train", "log_run_inputs"),
+    ("MLflow: log the datasets", "classifier.training.train", "log_datasets"),
+    ("all epochs (model.fit)", "keras.Model", "fit"),
+    ("calibrate", "classifier.training.finish", "calibrate"),
+    ("evaluate on test", "classifier.training.finish", "head_logits"),
+    ("plot: training curves", "classifier.plots", "plot_training_curves"),
+    ("plot: confusion matrix", "classifier.plots", "plot_confusion_matrix"),
+    ("plot: reliability", "classifier.plots", "plot_reliability_diagram"),
+    ("bundle: LiteRT exports", "classifier.serving.bundle", "_export_litert"),
+    ("bundle: tokenizer check", "classifier.serving.bundle", "_check_standardization"),
+    ("bundle: reproduction check", "classifier.serving.bundle", "_check_reproduces"),
+    ("bundle: explain parts check", "classifier.serving.bundle", "_check_explains"),
+    ("bundle, all", "classifier.training.finish", "write_bundle"),
+    ("log and register the model", "classifier.training.finish", "log_pyfunc_model"),
+)
+FIXED_PARTS = ("start to epoch 1", "tracing (epoch 1 - later)", "last epoch to exit")
+
+
+def keras_export(classifier, path: Path, shown: str) -> None:
+    """The bundle's export as it was before 2026-11-26: Keras' ``model.export(format="litert")``,
+    which writes a SavedModel and converts it (the same bytes)."""
+    import tensorflow as tf
+
+    signature = [tf.TensorSpec((None, None), tf.int64, name="token_ids")]
+    with tempfile.TemporaryDirectory(prefix="bundle-export-") as workdir:
+        target = Path(workdir) / "classifier.tflite"
+        classifier.export(
+            str(target),
+            format="litert",
+            input_signature=signature,
+            verbose=False,
+            target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]},
+        )
+        path.write_bytes(target.read_bytes())
+
+
+def one_run(case: str) -> dict[str, float]:
+    """Train one fixture run of ``case`` (a variant, ``:keras-export`` for the export before)
+    in this process; seconds per part."""
+    variant, _, export = case.partition(":")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    sys.path.insert(0, str(ROOT))
+    from classifier.cli.startup import import_tensorflow
+
+    import_tensorflow()
+    import importlib
+
+    import mlflow
+
+    from classifier.config.schema import load_config
+    from classifier.training.train import train
+    from tests.conftest import fixture_data_overrides, write_fixture_tfds
+
+    seconds: dict[str, float] = {}
+    run_started = [time.perf_counter()]
+    for name, module, attribute in PARTS:
+        owner = _owner(importlib, module)
+        original = getattr(owner, attribute)
+        if export == "keras-export" and attribute == "_export_litert":
+            original = keras_export
+
+        def timed(*args, __original=original, __name=name, **kwargs):
+            started = time.perf_counter()
+            seconds.setdefault(f"_{__name} started", started - run_started[0])
+            try:
+                return __original(*args, **kwargs)
+            finally:
+                seconds[__name] = seconds.get(__name, 0.0) + time.perf_counter() - started
+
+        setattr(owner, attribute, timed)
+    work = Path(tempfile.mkdtemp(prefix="fixed-cost-"))
+    data = write_fixture_tfds(work / "tfds")
+    os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{work / 'mlflow.db'}"
+    cfg = load_config(
+        None,
+        [
+            *fixture_data_overrides(data),
+            f"model.variant={variant}",
+            "model.num_layers=1",
+            "model.ngram_buckets=4096",
+            "train.epochs=4",
+            "train.early_stopping_patience=null",
+            "train.learning_rate=0.01",
+            "train.registered_model=fixed-cost",
+            "experiment=fixed-cost",
+        ],
+    )
+    run_started[0] = time.perf_counter()
+    result = train(cfg, echo=lambda line: None)
+    seconds["train(), whole"] = time.perf_counter() - run_started[0]
+    epochs = mlflow.MlflowClient().get_metric_history(result.run_id, "epoch_time_s")
+    times = [metric.value for metric in sorted(epochs, key=lambda m: m.step)]
+    later = statistics.median(times[1:])
+    fit, fit_started = seconds["all epochs (model.fit)"], seconds["_all epochs (model.fit) started"]
+    seconds["tracing (epoch 1 - later)"] = times[0] - later
+    seconds["epochs after the first"] = later * (len(times) - 1)
+    seconds["start to epoch 1"] = fit_started
+    seconds["last epoch to exit"] = seconds["train(), whole"] - fit_started - fit
+    seconds["fixed cost"] = sum(seconds[part] for part in FIXED_PARTS)
+    return {key: value for key, value in seconds.items() if not key.startswith("_")}
+
+
+def _owner(importlib, module: str):
+    if module == "keras.Model":
+        import keras
+
+        return keras.Model
+    return importlib.import_module(module)
+
+
+def benchmark(args: argparse.Namespace) -> None:
+    from machine import cpu_model
+
+    repeats = 1 if args.quick else args.repeats
+    results: dict[str, list[dict[str, float]]] = {}
+    for _ in range(repeats):
+        for variant in args.variants.split(","):
+            done = subprocess.run(
+                [sys.executable, __file__, "--one", variant],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"{variant}: exit {done.returncode}\n{done.stderr[-2000:]}")
+            results.setdefault(variant, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+    variants = list(results)
+    print(
+        f"A fixture run's fixed cost by part (120/40/80 reviews, 4 epochs), seconds, median of "
+        f"{repeats}; {cpu_model()}, {os.cpu_count()} cores, TensorFlow's import excluded\n"
+    )
+    print("| part | " + " | ".join(variants) + " |")
+    print("|---|" + "---:|" * len(variants))
+    rows = [name for name, _, _ in PARTS] + [
+        "epochs after the first",
+        *FIXED_PARTS,
+        "fixed cost",
+        "train(), whole",
+    ]
+    for row in rows:
+        cells = []
+        for variant in variants:
+            values = [run[row] for run in results[variant] if row in run]
+            cells.append(f"{statistics.median(values):.2f}" if values else "-")
+        bold = "**" if row == "fixed cost" else ""
+        print(f"| {bold}{row}{bold} | " + " | ".join(cells) + " |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--variants",
+        default="encoder:keras-export,encoder,nbow:keras-export,nbow",
+        help="variants to train; VARIANT:keras-export exports as before 2026-11-26",
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one repeat")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one run, JSON out
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one_run(args.one)))
+    else:
+        benchmark(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,12 @@ epoch, no validation), median over epochs 2..N (epoch 1 traces the graph). Both 
 evaluated on the test reviews. ``--ablation`` adds ours without length buckets (ids padded to
 ``sequence_length``), which isolates what the buckets bring from what our layers cost.
 
+The bags of n-grams (``bow``, ``nbow``) have no tutorial counterpart; their table sets the recipe
+of their config (``configs/variants/NAME.yaml``) beside the batches of 256 at Adam 0.01 that
+``nbow`` used until 2026-11-26, in the same way: both interleaved, an epoch each in turn, the
+same reviews, ``classify train``'s pipeline and model (NB ratios or idf from the training
+reviews), median of epochs 2..N, then test accuracy.
+
 Usage:
     python benchmarks/train_throughput.py              # full data: 15,000 train / 25,000 test, 4 epochs
     python benchmarks/train_throughput.py --quick      # 4,000 / 2,000 reviews, 3 epochs (minutes)
@@ -42,8 +48,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from keras import layers, ops  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 from classifier.config.schema import Config, load_config  # noqa: E402
+from classifier.config.variants import get as get_variant  # noqa: E402
 from classifier.config.variants import names as variant_names  # noqa: E402
 from classifier.data.pipeline import (  # noqa: E402
     build_vectorizer,
@@ -52,9 +60,12 @@ from classifier.data.pipeline import (  # noqa: E402
 )
 from classifier.errors import DataNotFoundError  # noqa: E402
 from classifier.models.classifier import build_classifier  # noqa: E402
+from classifier.training.build import new_model  # noqa: E402
 
 SEED = 0
 VARIANT_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "variants"
+#: The variants with a plain-Keras reference (the tutorials' attention models).
+ATTENTION_VARIANTS = tuple(name for name in variant_names() if get_variant(name).builds != "logits")
 QUICK_TRAIN, QUICK_TEST = 4000, 2000
 
 
@@ -265,16 +276,91 @@ def benchmark(variant: str, overrides: list[str], epochs: int, ablation: bool, c
     return row
 
 
+#: What the n-gram rows set the config's recipe beside: ``nbow``'s until 2026-11-26.
+BEFORE = {"data.batch_size": 256, "train.learning_rate": 0.01}
+
+
+def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
+    """``variant``'s recipe and :data:`BEFORE`, interleaved: training reviews/s and test
+    accuracy of each."""
+    recipes = {
+        "before": [*overrides, *(f"{key}={value}" for key, value in BEFORE.items())],
+        "recipe": overrides,
+    }
+    runs = []
+    raw = vectorizer = None
+    for name, settings in recipes.items():
+        cfg = load_config(VARIANT_CONFIGS / f"{variant}.yaml", settings)
+        if raw is None:
+            raw = load_raw_splits(cfg.data)
+            vectorizer = build_vectorizer(cfg.data, raw.train)
+        data = make_datasets(cfg.data, raw, vectorizer, seed=SEED)
+        keras.utils.set_random_seed(SEED)
+        model = new_model(cfg, data.train)  # the NB ratios (or idf) from the training reviews
+        timer = EpochTimer()
+
+        def fit_epoch(epoch, model=model, data=data, timer=timer):
+            model.fit(
+                data.train,
+                epochs=epoch + 1,
+                initial_epoch=epoch,
+                callbacks=[timer],
+                shuffle=False,
+                verbose=0,
+            )
+
+        def evaluate(model=model, data=data):
+            return model.evaluate(data.test, verbose=0, return_dict=True)["accuracy"]
+
+        label = f"{cfg.data.batch_size} at {cfg.train.learning_rate:g}"
+        runs.append((name, label, Contender(name, model, fit_epoch, evaluate, timer)))
+    for epoch in range(epochs):
+        for _, _, run in runs:
+            run.fit_epoch(epoch)
+        summary = "  ".join(f"{name} {run.timer.seconds[-1]:.1f}s" for name, _, run in runs)
+        print(f"  {variant} epoch {epoch + 1}/{epochs}: {summary}", file=sys.stderr, flush=True)
+    reviews = int(raw.train.cardinality())
+    row = {"variant": variant}
+    for name, label, run in runs:
+        seconds = statistics.median(run.timer.seconds[1:])
+        row[name] = {"label": label, "rate": reviews / seconds, "accuracy": run.evaluate()}
+    return row
+
+
+def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
+    print(
+        f"\n### Training throughput of the bags of n-grams, their recipe against batches of 256 at "
+        f"Adam 0.01 ({train_size:,} training reviews, median of epochs 2-{epochs}; "
+        f"{cpu_model()}, {os.cpu_count()} cores)\n"
+    )
+    print("| variant | before: batch at lr | reviews/s | recipe: batch at lr | reviews/s | "
+          "recipe / before | test acc before | test acc recipe |")  # fmt: skip
+    print("|---|---|---:|---|---:|---:|---:|---:|")
+    for row in rows:
+        before, recipe = row["before"], row["recipe"]
+        print(
+            f"| {row['variant']} | {before['label']} | {before['rate']:.0f} | {recipe['label']} | "
+            f"{recipe['rate']:.0f} | {recipe['rate'] / before['rate']:.2f}x | "
+            f"{before['accuracy']:.4f} | {recipe['accuracy']:.4f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4,000 train / 2,000 test reviews")
     parser.add_argument("--epochs", type=int, default=None, help="epochs N (default 4; quick 3)")
-    parser.add_argument("--variants", default=",".join(variant_names()), help="comma-separated")
+    parser.add_argument("--variants", default=",".join(ATTENTION_VARIANTS), help="comma-separated")
+    parser.add_argument(
+        "--ngram-variants", default="nbow", help="comma-separated bags of n-grams ('' for none)"
+    )
     parser.add_argument("--ablation", action="store_true", help="also ours without buckets")
     args = parser.parse_args()
     epochs = args.epochs or (3 if args.quick else 4)
     variants = args.variants.split(",")
-    unknown = sorted(set(variants) - set(variant_names()))
+    ngram_variants = [name for name in args.ngram_variants.split(",") if name]
+    unknown = sorted(set(variants) - set(ATTENTION_VARIANTS)) + sorted(
+        set(ngram_variants) - {"bow", "nbow"}
+    )
     if unknown or epochs < 2:
         parser.error(f"unknown variant {unknown[0]!r}" if unknown else "--epochs must be >= 2")
     overrides = ["data.val_size=1000"]  # validation is not used here
@@ -284,6 +370,7 @@ def main() -> None:
     cache: dict = {}
     try:
         rows = [benchmark(v, overrides, epochs, args.ablation, cache) for v in variants]
+        ngram_rows = [ngram_benchmark(v, overrides, epochs) for v in ngram_variants]
     except DataNotFoundError as error:
         sys.exit(f"train_throughput: error: {error}")
     train_size = QUICK_TRAIN if args.quick else load_config(None).data.train_size
@@ -305,6 +392,9 @@ def main() -> None:
         cells += [f"{row[n]['rate'] / row['reference']['rate']:.2f}x" for n in names[:-1]]
         cells += [f"{row[n]['accuracy']:.4f}" for n in names]
         print("| " + " | ".join(cells) + " |")
+
+    if ngram_rows:
+        print_ngram_rows(ngram_rows, train_size, epochs)
 
 
 if __name__ == "__main__":

@@ -231,8 +231,8 @@ def _export_litert(classifier: keras.Model, path: Path, shown: str) -> None:
     writes a SavedModel and reads it back first, for the same bytes in about twice the time
     (``benchmarks/run_fixed_cost.py``)."""
     signature = [tf.TensorSpec((None, None), tf.int64, name="token_ids")]
-    holder = tf.Module()
-    holder.variables_ = [variable.value for variable in classifier.weights]
+    holder = tf.Module()  # tracks the variables, so that the converter freezes their values
+    holder.held = [variable.value for variable in classifier.weights]
     holder.call = tf.function(
         lambda ids: classifier(ids, training=False), input_signature=signature
     )

@@ -190,6 +190,26 @@ def compiled(model: keras.Model, cfg: Config) -> keras.Model:
     return model
 
 
+def pipeline_contender(name: str, model: keras.Model, data) -> Contender:
+    """``model`` fed by ``classify train``'s pipelines ``data``: one timed epoch at a time."""
+    timer = EpochTimer()
+
+    def fit_epoch(epoch):
+        model.fit(
+            data.train,
+            epochs=epoch + 1,
+            initial_epoch=epoch,
+            callbacks=[timer],
+            shuffle=False,  # the pipeline shuffles, seeded, as in `classify train`
+            verbose=0,
+        )
+
+    def evaluate():
+        return model.evaluate(data.test, verbose=0, return_dict=True)["accuracy"]
+
+    return Contender(name, model, fit_epoch, evaluate, timer)
+
+
 def contenders(cfg: Config, raw, vectorizer, arrays, ablation: bool) -> list[Contender]:
     """Ours (bucketed; optionally also padded to T) and the reference, each freshly seeded."""
     result = []
@@ -201,22 +221,7 @@ def contenders(cfg: Config, raw, vectorizer, arrays, ablation: bool) -> list[Con
         model = compiled(
             build_classifier(cfg.model, data_cfg.vocab_size, data_cfg.sequence_length), cfg
         )
-        timer = EpochTimer()
-
-        def fit_epoch(epoch, model=model, data=data, timer=timer):
-            model.fit(
-                data.train,
-                epochs=epoch + 1,
-                initial_epoch=epoch,
-                callbacks=[timer],
-                shuffle=False,  # the pipeline shuffles, seeded, as in `classify train`
-                verbose=0,
-            )
-
-        def evaluate(model=model, data=data):
-            return model.evaluate(data.test, verbose=0, return_dict=True)["accuracy"]
-
-        result.append(Contender(name, model, fit_epoch, evaluate, timer))
+        result.append(pipeline_contender(name, model, data))
 
     keras.utils.set_random_seed(SEED)
     reference = compiled(reference_model(cfg), cfg)
@@ -297,23 +302,8 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
         data = make_datasets(cfg.data, raw, vectorizer, seed=SEED)
         keras.utils.set_random_seed(SEED)
         model = new_model(cfg, data.train)  # the NB ratios (or idf) from the training reviews
-        timer = EpochTimer()
-
-        def fit_epoch(epoch, model=model, data=data, timer=timer):
-            model.fit(
-                data.train,
-                epochs=epoch + 1,
-                initial_epoch=epoch,
-                callbacks=[timer],
-                shuffle=False,
-                verbose=0,
-            )
-
-        def evaluate(model=model, data=data):
-            return model.evaluate(data.test, verbose=0, return_dict=True)["accuracy"]
-
         label = f"{cfg.data.batch_size} at {cfg.train.learning_rate:g}"
-        runs.append((name, label, Contender(name, model, fit_epoch, evaluate, timer)))
+        runs.append((name, label, pipeline_contender(name, model, data)))
     for epoch in range(epochs):
         for _, _, run in runs:
             run.fit_epoch(epoch)

@@ -15,12 +15,6 @@ from classifier.cli.options import batch_size_option, checked, model_option, thr
 from classifier.cli.startup import check_model, import_tensorflow, keras_model
 
 
-def _is_run_model(model_spec: str | None) -> bool:
-    """Whether ``--model`` names a run's model (the default, ``models:``, ``runs:``), which has
-    its Keras model beside its bundle; a bundle folder given as a path has only the bundle."""
-    return model_spec is None or model_spec.startswith(("models:", "runs:"))
-
-
 @click.command()
 @click.argument("file")
 @model_option
@@ -65,7 +59,7 @@ def explain(
       classify explain review.txt -o review.html   # a self-contained HTML page
       sed -n 3p reviews.txt | classify explain - -o third.png
     """
-    from classifier.serving.model_source import find_bundle
+    from classifier.serving.model_source import find_bundle, names_a_run
     from classifier.serving.reviews import STDIN, STDIN_NAME, input_problem
 
     bundle = find_bundle(model_spec)  # the run's LiteRT bundle: no TensorFlow, no MLflow
@@ -81,8 +75,10 @@ def explain(
         from classifier.serving.litert_engine import load_bundle
 
         model = load_bundle(bundle)
-        if not has_explain_parts(model) and _is_run_model(model_spec):
-            model = None  # a run logged before bundles held explain parts: its Keras model
+        if not has_explain_parts(model) and names_a_run(model_spec):
+            # A run logged before bundles held explain parts: its Keras model (a bundle folder
+            # given as a path has none beside it).
+            model = None
     if model is None:
         terminal.Progress().status("loading TensorFlow and the model")  # seconds; on a terminal
         model = keras_model(model_spec)

@@ -114,9 +114,13 @@ def reach_store(absent: str | None = None, lookup: bool = False) -> None:
 def check_model(model_spec: str | None) -> None:
     """What can be checked of ``--model`` before TensorFlow loads (seconds): the store that
     an MLflow URI needs exists, or the local path holds a Keras model."""
-    from classifier.serving.model_source import local_keras_model, refuse_missing_store
+    from classifier.serving.model_source import (
+        local_keras_model,
+        names_a_run,
+        refuse_missing_store,
+    )
 
-    if model_spec is None or model_spec.startswith(("models:", "runs:")):
+    if names_a_run(model_spec):
         reach_store(lookup=True)
         refuse_missing_store(model_spec)  # a lookup in a store that does not exist
     else:

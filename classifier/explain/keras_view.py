@@ -20,6 +20,7 @@ import tensorflow as tf
 from classifier.config import variants
 from classifier.data.tokenizer import Tokenizer
 from classifier.explain import measures
+from classifier.layers.ngrams import ngram_features
 from classifier.models.explained import attention_model
 from classifier.serving.bundle import ngram_weights_of
 from classifier.serving.explain_parts import NgramWeights
@@ -30,8 +31,6 @@ def ngram_values(classifier: keras.Model, token_ids: np.ndarray):
     """``(features (F,), values (F,) or (F, outputs), positions (F',))`` of one review's ids
     (T,) in the classifier's ``bag``: sorted feature ids and their normalised values
     (``BagOfNgrams.feature_values``), and the feature ids in order of position."""
-    from classifier.layers.ngrams import ngram_features
-
     bag, ids = classifier.get_layer("bag"), np.asarray(token_ids, dtype=np.int64)[None, :]
     features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
     order = getattr(bag, "order", 2)  # bow: words and pairs

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from classifier.errors import ModelError
+from classifier.serving.evidence import margin
 from classifier.serving.explain_parts import NgramWeights
 
 
@@ -93,9 +94,8 @@ def word_occlusion(
     probabilities = np.concatenate(
         [np.asarray(predict(rows[i : i + batch_size])) for i in range(0, len(rows), batch_size)]
     ).astype(np.float64)
-    probabilities = np.clip(probabilities, 1e-12, 1.0)
-    margins = margin_direction(np.log(probabilities), c)
-    return float(probabilities[0, c]), margins[0] - margins[1:]
+    margins = margin(probabilities, np.full(len(probabilities), c))
+    return float(np.clip(probabilities[0, c], 1e-12, 1.0)), margins[0] - margins[1:]
 
 
 def word_contributions(
@@ -132,7 +132,7 @@ def word_contributions(
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:  # one value per feature (two classes), else one per output (K NB ratios)
         values = values[:, None]
-    rows = np.asarray(weights.kernel, dtype=np.float64)[features]  # (F, outputs)
+    rows = np.asarray(weights.kernel[features], dtype=np.float64)  # (F, outputs): its rows only
     added = (values * rows) @ direction
     per_feature = {  # first occurrences only: a repeat's values are 0
         int(f): float(c) for f, c, v in zip(features, added, values.any(axis=1), strict=True) if v

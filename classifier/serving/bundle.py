@@ -36,7 +36,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from classifier.config.variants import variant_of_model
+from classifier.config.variants import Variant, variant_of_model
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.data.tokenizer import Tokenizer
 from classifier.errors import ExplainError, ModelError, first_line
@@ -55,6 +55,7 @@ from classifier.serving.litert_engine import (
     MODEL_FILE,
     STANDARDIZATION,
     VOCABULARY_FILE,
+    BundleModel,
     file_digest,
     load_bundle,
 )
@@ -108,8 +109,8 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     (folder / MANIFEST).unlink(missing_ok=True)
     _export_litert(token_classifier, folder / MODEL_FILE, shown)
     (folder / VOCABULARY_FILE).write_bytes("\n".join(vocabulary).encode("utf-8"))
-    explain, explainer = _write_explain_parts(classifier, folder, shown)
     variant = variant_of_model(classifier.name)
+    explain, explain_files, explainer = _write_explain_parts(classifier, variant, folder, shown)
     manifest = {
         "format": BUNDLE_FORMAT,
         "format_version": FORMAT_VERSION,
@@ -126,18 +127,18 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
         "output": {"dtype": "float32", "shape": ["B", "num_classes"]},
         "files": {
             name: {"bytes": len(content), "sha256": file_digest(content)}
-            for name in (MODEL_FILE, VOCABULARY_FILE, NGRAMS_FILE, ATTENTION_FILE)
-            if name in (MODEL_FILE, VOCABULARY_FILE) or (explain and name in explain["files"])
+            for name in (MODEL_FILE, VOCABULARY_FILE, *explain_files)
             for content in [(folder / name).read_bytes()]
         },
-        "explain": explain and {key: value for key, value in explain.items() if key != "files"},
+        "explain": explain,
         "exported_with": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     try:
-        _check_reproduces(end_to_end_model, folder, shown)
+        bundle = load_bundle(folder)
+        _check_reproduces(end_to_end_model, bundle, shown)
         if explain:
-            _check_explains(classifier, explainer, folder, vectorizer, shown)
+            _check_explains(classifier, explainer, bundle, shown)
     except BaseException:
         (folder / MANIFEST).unlink(missing_ok=True)  # never leave a wrong bundle loadable
         raise
@@ -166,17 +167,16 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
 
 
 def _write_explain_parts(
-    classifier: keras.Model, folder: Path, shown: str
-) -> tuple[dict | None, keras.Model | None]:
+    classifier: keras.Model, variant: Variant | None, folder: Path, shown: str
+) -> tuple[dict | None, list[str], keras.Model | None]:
     """Write what ``classify explain`` reads (:mod:`classifier.serving.explain_parts`) into
     ``folder``: the bag's weights for n-gram models, the attention model as LiteRT for attention
-    models. Return ``bundle.json``'s ``"explain"`` entry with the files written (None for a
-    classifier of no known variant: Keras explains it, as before) and the attention model."""
-    variant = variant_of_model(classifier.name)
+    models. Return ``bundle.json``'s ``"explain"`` entry (None for a classifier of no known
+    variant: Keras explains it, as before), the files written and the attention model."""
     if variant is None:
-        return None, None
-    model = None
-    entry = {"explains": variant.explains, "layer": variant.explained_as, "files": []}
+        return None, [], None
+    model, files = None, []
+    entry = {"explains": variant.explains, "layer": variant.explained_as}
     if variant.explains != "attention":
         weights = ngram_weights_of(classifier)
         described = ("vocab_size", "buckets", "order", "scale_name")
@@ -185,7 +185,7 @@ def _write_explain_parts(
         arrays |= {"head_kernel": weights.head_kernel, "head_bias": weights.head_bias}
         with open(folder / NGRAMS_FILE, "wb") as file:
             np.savez(file, **arrays)
-        entry["files"].append(NGRAMS_FILE)
+        files.append(NGRAMS_FILE)
     if variant.explains != "contributions":
         try:
             model, entry["layer"] = attention_model(classifier)
@@ -193,8 +193,8 @@ def _write_explain_parts(
             raise ModelError(f"{shown}: {error}") from None
         _export_litert(model, folder / ATTENTION_FILE, shown)
         entry["attention"] = {"outputs": [str(output.shape) for output in model.outputs]}
-        entry["files"].append(ATTENTION_FILE)
-    return entry, model
+        files.append(ATTENTION_FILE)
+    return entry, files, model
 
 
 def _any_length(classifier: keras.Model, shown: str) -> keras.Model:
@@ -268,9 +268,8 @@ def _check_standardization(vectorizer: ReviewVectorizer, shown: str) -> None:
         )
 
 
-def _check_reproduces(model: keras.Model, folder: Path, shown: str) -> None:
-    """Load the bundle and compare its probabilities with Keras' on texts of every length."""
-    bundle = load_bundle(folder)
+def _check_reproduces(model: keras.Model, bundle: BundleModel, shown: str) -> None:
+    """Compare the loaded bundle's probabilities with Keras' on texts of every length."""
     vocabulary = bundle.tokenizer.vocabulary[1:]
     rng = np.random.default_rng(0)
     longest = bundle.sequence_length + 3
@@ -292,17 +291,16 @@ def _check_reproduces(model: keras.Model, folder: Path, shown: str) -> None:
 def _check_explains(
     classifier: keras.Model,
     explainer: keras.Model | None,
-    folder: Path,
-    vectorizer: ReviewVectorizer,
+    bundle: BundleModel,
     shown: str,
 ) -> None:
-    """Load the bundle's explain parts and compare them with Keras on a short and a long run of
-    random words: the bag's features and values (the NumPy twin), the attention weights and a
-    fused model's branch logits."""
-    parts = load_explain_parts(load_bundle(folder))
+    """Read the loaded bundle's explain parts and compare them with Keras on a short and a long
+    run of random words: the bag's features and values (the NumPy twin), the attention weights
+    and a fused model's branch logits."""
+    parts = load_explain_parts(bundle)
     rng = np.random.default_rng(1)
-    for length in sorted({3, min(40, vectorizer.sequence_length)}):
-        ids = rng.integers(1, len(vectorizer.get_vocabulary()), size=(1, length))
+    for length in sorted({3, min(40, bundle.sequence_length)}):
+        ids = rng.integers(1, len(bundle.tokenizer.vocabulary), size=(1, length))
         expected, actual = [], []
         if parts.ngrams is not None:
             bag = classifier.get_layer("bag")

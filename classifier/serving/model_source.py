@@ -89,11 +89,22 @@ def local_keras_model(spec: str) -> Path | None:
     return keras_file(path, shown)
 
 
+def names_a_run(spec: str | None) -> bool:
+    """Whether ``--model`` names a run's model in the tracking store: the default model
+    (``None``), ``models:/...`` or ``runs:/...`` (not a path).
+
+    Example:
+        >>> names_a_run(None), names_a_run("runs:/0123"), names_a_run("model.keras")
+        (True, True, False)
+    """
+    return spec is None or spec.startswith(("models:", "runs:"))
+
+
 def refuse_missing_store(spec: str | None) -> None:
     """A model lookup (``spec`` ``None``, the default model; ``models:/``, ``runs:/``) in a local
     SQLite store that does not exist finds nothing, and opening the store would create it: say
     so (:class:`ModelError`), without MLflow."""
-    if (spec is None or spec.startswith(("models:", "runs:"))) and missing_local_store():
+    if names_a_run(spec) and missing_local_store():
         no_model(spec, f"the tracking store {tracking_uri()} does not exist")
 
 

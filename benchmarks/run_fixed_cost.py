@@ -27,6 +27,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -88,8 +89,6 @@ def one_run(case: str) -> dict[str, float]:
     from classifier.cli.startup import import_tensorflow
 
     import_tensorflow()
-    import importlib
-
     import mlflow
 
     from classifier.config.schema import load_config
@@ -99,7 +98,7 @@ def one_run(case: str) -> dict[str, float]:
     seconds: dict[str, float] = {}
     run_started = [time.perf_counter()]
     for name, module, attribute in PARTS:
-        owner = _owner(importlib, module)
+        owner = _owner(module)
         original = getattr(owner, attribute)
         if export == "keras-export" and attribute == "_export_litert":
             original = keras_export
@@ -145,7 +144,7 @@ def one_run(case: str) -> dict[str, float]:
     return {key: value for key, value in seconds.items() if not key.startswith("_")}
 
 
-def _owner(importlib, module: str):
+def _owner(module: str):
     if module == "keras.Model":
         import keras
 

@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from classifier.cli.startup import import_tensorflow  # noqa: E402
 
@@ -37,6 +38,7 @@ import_tensorflow()
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from train_throughput import EpochTimer  # noqa: E402  (benchmarks/)
 
 from classifier.config.schema import load_config  # noqa: E402
 from classifier.data.pipeline import build_vectorizer, load_raw_splits, make_datasets  # noqa: E402
@@ -115,24 +117,12 @@ def featurized(batches: tf.data.Dataset, bag, batch_size: int, shuffle: bool) ->
     )
 
 
-class Timer(keras.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.seconds: list[float] = []
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.started = time.perf_counter()
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.seconds.append(time.perf_counter() - self.started)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--set", action="append", default=[], help="a config override")
     args = parser.parse_args()
-    cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "train.yaml", args.set)
+    cfg = load_config(ROOT / "configs" / "train.yaml", args.set)
     raw = load_raw_splits(cfg.data)
     vectorizer = build_vectorizer(cfg.data, raw.train)
     data = make_datasets(cfg.data, raw, vectorizer, seed=SEED)
@@ -140,7 +130,7 @@ def main() -> None:
     for way in ("ids", "features, lazy Adam", "features, dense Adam"):
         keras.utils.set_random_seed(SEED)
         model = new_model(cfg, data.train)  # the NB ratios from the training reviews
-        timer = Timer()
+        timer = EpochTimer()
         if way == "ids":
             model.fit(data.train, epochs=args.epochs, callbacks=[timer], shuffle=False, verbose=0)
         else:

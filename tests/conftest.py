@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -142,10 +143,28 @@ def fixture_overrides(fixture_data_dir) -> list[str]:
     return fixture_data_overrides(fixture_data_dir)
 
 
+@pytest.fixture(scope="session")
+def store_template(tmp_path_factory) -> Path:
+    """An empty SQLite tracking store, made once per test process by MLflow itself (its schema
+    migrations take 1.5 to 2 s); each module's :func:`store` starts as a copy of it.
+    tests/runs/test_tracking.py makes its fresh stores from nothing."""
+    from mlflow.tracking import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()  # creates the tables
+    return path
+
+
+def empty_store(template: Path, folder: Path) -> str:
+    """The URI of ``folder/mlflow.db``, a copy of the empty :func:`store_template`."""
+    shutil.copyfile(template, folder / "mlflow.db")
+    return f"sqlite:///{folder / 'mlflow.db'}"
+
+
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, store_template):
     """A fresh SQLite tracking store for the test module, set as ``MLFLOW_TRACKING_URI``."""
-    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    uri = empty_store(store_template, tmp_path_factory.mktemp("mlflow"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_TRACKING_URI", uri)
         yield uri

@@ -1,9 +1,9 @@
-"""A sweep outlives its servers: the MLflow server stopped for 30 s, PostgreSQL restarted (after
-15 s), then
-the whole stack stopped for 30 s, each during a point of one real ``classify sweep`` worker
-against ``make server``'s stack. The worker trains on, says once that a server is unreachable
-and once that it is back (no traceback, no library retry warning), its Optuna heartbeat beats
-on, and every point ends as one FINISHED child run with every epoch's metrics, once."""
+"""A sweep outlives its servers: the MLflow server stopped for 10 s, PostgreSQL restarted (after
+12 s, longer than the worker's heartbeat interval), then the whole stack stopped for 10 s, each
+during a point of one real ``classify sweep`` worker against ``make server``'s stack. The worker
+trains on, says once that a server is unreachable and once that it is back (no traceback, no
+library retry warning), its Optuna heartbeat beats on, and every point ends as one FINISHED
+child run with every epoch's metrics, once."""
 
 from __future__ import annotations
 
@@ -24,7 +24,11 @@ from tests.servers import Server, started_server, wait_for_line
 from tests.sweep_helpers import spec_tree, write_spec
 
 EPOCHS = 6
-OUTAGE_S = 30
+#: The worker's --grace: it beats every GRACE_S / 3 = 8 s, and no outage reaches GRACE_S (a
+#: point silent for that long may be handed to another worker).
+GRACE_S = 24
+OUTAGE_S = 10
+POSTGRES_OUTAGE_S = 12  # longer than a heartbeat's interval, so that one falls in it
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +48,23 @@ def test_a_sweep_survives_its_servers_stopping_and_restarting(
     spec = write_spec(tmp_path / "faults.yaml", tree)
     log = tmp_path / "worker.log"
     command = [sys.executable, "-m", "classifier", "sweep", str(spec), "--storage", server.storage]
+    command += ["--grace", str(GRACE_S)]
     with log.open("w") as out:
         worker = subprocess.Popen(command, env=server.env(), stdout=out, stderr=subprocess.STDOUT)
     try:
-        # Point 1: the MLflow server alone, 30 s.
+        # Point 1: the MLflow server alone.
         at = wait_for_line(log, r"^epoch  2/", worker)
         server.stop_mlflow()
         time.sleep(OUTAGE_S)
         server.script("start")
-        # Point 2: PostgreSQL restarted after 15 s (longer than a heartbeat's interval, so
-        # that one falls in it), the MLflow server's store with it.
+        # Point 2: PostgreSQL restarted, the MLflow server's store with it.
         at = wait_for_line(log, r"^train \[2/3\]", worker, at)
         at = wait_for_line(log, r"^epoch  2/", worker, at)
         server.stop_postgres()
-        time.sleep(15)
+        time.sleep(POSTGRES_OUTAGE_S)
         server.script("start")
         back = database_now(server)
-        # Point 3: the whole stack, 30 s.
+        # Point 3: the whole stack.
         at = wait_for_line(log, r"^train \[3/3\]", worker, at)
         wait_for_line(log, r"^epoch  2/", worker, at)
         server.script("stop")

@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 import classifier.training.finish as finish
 from classifier.config.schema import load_config
 from classifier.training.train import train
-from tests.conftest import fixture_data_overrides
+from tests.conftest import empty_store, fixture_data_overrides
 
 #: Runs ``classify`` with ``mlflow.log_artifact`` wrapped: after the upload of a file named
 #: KILL_AFTER into an artefact folder starting with KILL_UNDER (the KILL_NTH such upload),
@@ -48,8 +48,8 @@ KILLING_CLASSIFY = textwrap.dedent(
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def store(tmp_path, monkeypatch, store_template):
+    uri = empty_store(store_template, tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     mlflow.set_tracking_uri(uri)
     return uri

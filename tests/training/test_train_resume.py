@@ -24,14 +24,14 @@ from classifier.errors import ResumeError, RunBusy, TrainingDiverged
 from classifier.runs.leases import HEARTBEAT_TAG, claimed, is_live
 from classifier.runs.resume import newest_whole_checkpoint
 from classifier.training.train import train
-from tests.conftest import fixture_data_overrides
+from tests.conftest import empty_store, fixture_data_overrides
 
 EPOCHS = 8
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def store(tmp_path, monkeypatch, store_template):
+    uri = empty_store(store_template, tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     return uri
 

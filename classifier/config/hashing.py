@@ -42,6 +42,7 @@ LATER_KEYS: dict[str, Any] = {
     "data.text_field": "text",
     "data.label_field": "label",
     "data.labels": None,
+    "train.early_stopping_min_delta": 0.0,
 }
 #: Keys added before :data:`LATER_KEYS` existed, with the value runs recorded before them had
 #: (the pretraining section at its defaults: training ignores it).

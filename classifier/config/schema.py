@@ -137,6 +137,7 @@ class TrainConfig:
     learning_rate: float = 1e-3
     seed: int = 42
     early_stopping_patience: int | None = 3  # None: train all epochs; the best is kept
+    early_stopping_min_delta: float = 0.0  # better = val_accuracy above the best by more than it
     refit: bool = True  # then train afresh on train + validation for the best epoch count
     registered_model: str = "imdb-sentiment"
     mixed_precision: bool = False  # float16 compute, float32 weights (for a GPU; slow on CPU)
@@ -282,10 +283,9 @@ def validate(config: Config) -> None:
         )
     if m.ngram_order not in (1, 2, 3):
         raise ConfigError(f"model.ngram_order must be 1, 2 or 3, got {m.ngram_order!r}")
-    if m.l2 < 0:
-        raise ConfigError(f"model.l2 must not be negative, got {m.l2!r}")
-    if t.weight_decay < 0:
-        raise ConfigError(f"train.weight_decay must not be negative, got {t.weight_decay!r}")
+    for key in ("model.l2", "train.weight_decay", "train.early_stopping_min_delta"):
+        if flat[key] < 0:
+            raise ConfigError(f"{key} must not be negative, got {flat[key]!r}")
     if t.clipnorm is not None and t.clipnorm <= 0:
         raise ConfigError(f"train.clipnorm must be positive, got {t.clipnorm!r}")
     if not 0.0 <= m.dropout < 1.0:

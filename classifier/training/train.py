@@ -255,7 +255,8 @@ class EpochTracker(CheckpointCallback):
         TrainingDiverged.check(metrics, number)
         progress = self.progress
         with deferred_interrupt():  # a stop signal waits until checkpoint and metrics are whole
-            improved = metrics["val_accuracy"] > progress.best_val_accuracy
+            margin = self.cfg.train.early_stopping_min_delta
+            improved = metrics["val_accuracy"] > progress.best_val_accuracy + margin
             self.record(metrics, number)
             if improved:
                 progress.best_val_accuracy, progress.best_epoch = metrics["val_accuracy"], number
@@ -270,7 +271,13 @@ class EpochTracker(CheckpointCallback):
         patience = self.cfg.train.early_stopping_patience
         if patience is not None and number - progress.best_epoch >= patience:
             epochs = f"{patience} epoch{'s' if patience > 1 else ''}"
-            self.echo(f"early stopping: no better validation accuracy for {epochs}")
+            margin = self.cfg.train.early_stopping_min_delta
+            better = (
+                f"validation accuracy better by more than {margin:g}"
+                if margin
+                else "better validation accuracy"
+            )
+            self.echo(f"early stopping: no {better} for {epochs}")
             self.model.stop_training = True
 
     def restore_best(self, model: keras.Model) -> None:

@@ -69,6 +69,10 @@ def test_flat_and_hash():
         ("model.position=rope", "model.position='rope' is not one of sinusoidal, learned"),
         ("data.truncate=middle", "data.truncate='middle' is not one of head, tail"),
         ("model.dropout=1.0", "model.dropout must be in [0, 1), got 1.0"),
+        (
+            "train.early_stopping_min_delta=-0.001",
+            "train.early_stopping_min_delta must not be negative, got -0.001",
+        ),
         ("train.weight_decay=-0.01", "train.weight_decay must not be negative, got -0.01"),
         ("train.clipnorm=0", "train.clipnorm must be positive, got 0.0"),
         ("train.clipnorm=big", "train.clipnorm must be float or null, got str 'big'"),

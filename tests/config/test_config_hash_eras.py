@@ -19,10 +19,11 @@ from tests.sweep_helpers import invoke, one_point_spec
 def hash_before_pretraining(cfg: Config) -> str:
     """What Config.config_hash() computed before commit 91200a2 added model.init_from and the
     pretrain section (and before train.mixed_precision, weight_decay, clipnorm,
-    model.ngram_order and the data source keys)."""
+    model.ngram_order, the data source keys and train.early_stopping_min_delta)."""
     tree = cfg.to_dict()
     del tree["model"]["init_from"], tree["pretrain"], tree["train"]["mixed_precision"]
     del tree["train"]["weight_decay"], tree["train"]["clipnorm"], tree["model"]["ngram_order"]
+    del tree["train"]["early_stopping_min_delta"]
     for key in ("source", "validation", "test", "validation_fraction", "test_fraction"):
         del tree["data"][key]
     del tree["data"]["text_field"], tree["data"]["label_field"], tree["data"]["labels"]
@@ -74,7 +75,7 @@ def test_keys_added_later_leave_the_hash_unchanged_at_their_old_value():
     cfg = load_config("configs/variants/encoder.yaml", ["train.seed=2"])
     tree = cfg.to_dict()
     del tree["train"]["mixed_precision"], tree["train"]["weight_decay"], tree["train"]["clipnorm"]
-    del tree["model"]["ngram_order"]
+    del tree["model"]["ngram_order"], tree["train"]["early_stopping_min_delta"]
     for key in ("source", "validation", "test", "validation_fraction", "test_fraction"):
         del tree["data"][key]
     del tree["data"]["text_field"], tree["data"]["label_field"], tree["data"]["labels"]

@@ -163,6 +163,25 @@ def test_early_stopping_keeps_the_best_epoch(store, fixture_data_dir):
     assert max(history) == history[result.best_epoch - 1]
 
 
+def test_early_stopping_min_delta_decides_the_epoch_kept_and_the_stop(store, fixture_data_dir):
+    # 0.9 above the best: after epoch 1 no epoch of a fixture run can be better
+    cfg = tiny_config(
+        fixture_data_dir,
+        "train.epochs=8",
+        "train.early_stopping_patience=2",
+        "train.early_stopping_min_delta=0.9",
+    )
+    lines: list[str] = []
+    result = train(cfg, echo=lines.append)
+    assert "early stopping: no validation accuracy better by more than 0.9 for 2 epochs" in lines
+    assert (result.best_epoch, result.epochs_run) == (1, 3)
+    assert [line.endswith("*") for line in lines if line.startswith("epoch ")] == [
+        True,
+        False,
+        False,
+    ]
+
+
 def test_weight_decay_and_clipping_reach_the_optimizer(store, fixture_data_dir):
     cfg = tiny_config(
         fixture_data_dir, "train.epochs=1", "train.weight_decay=0.05", "train.clipnorm=0.5"

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 import classifier.layers  # noqa: F401 - registers the custom layers
+import classifier.models.optimizers  # noqa: F401 - the optimizer a saved classifier names
 from classifier.config.schema import LABELS
 from classifier.data.batching import VECTORIZE_BATCH
 from classifier.data.pipeline import ReviewVectorizer

@@ -14,6 +14,7 @@ import tensorflow as tf
 from classifier.config import variants
 from classifier.config.schema import Config, TrainConfig
 from classifier.models.classifier import build_classifier
+from classifier.models.optimizers import FusedAdam
 from classifier.pretraining.encoder_artifact import PretrainedEncoder
 
 
@@ -41,8 +42,8 @@ def new_model(
 
 
 def optimizer(train: TrainConfig) -> keras.optimizers.Optimizer:
-    """Adam at ``train.learning_rate``; AdamW where ``train.weight_decay`` > 0; gradients
-    clipped to ``train.clipnorm`` where set.
+    """Adam at ``train.learning_rate`` (:class:`FusedAdam`); AdamW where
+    ``train.weight_decay`` > 0; gradients clipped to ``train.clipnorm`` where set.
 
     Example:
         >>> type(optimizer(TrainConfig(weight_decay=0.01, clipnorm=1.0))).__name__
@@ -52,4 +53,4 @@ def optimizer(train: TrainConfig) -> keras.optimizers.Optimizer:
         return keras.optimizers.AdamW(
             train.learning_rate, weight_decay=train.weight_decay, clipnorm=train.clipnorm
         )
-    return keras.optimizers.Adam(train.learning_rate, clipnorm=train.clipnorm)
+    return FusedAdam(train.learning_rate, clipnorm=train.clipnorm)

@@ -44,6 +44,7 @@ PARTS = (
     ("build the vocabulary", "classifier.training.train", "build_vectorizer"),
     ("cache and batch the ids", "classifier.training.train", "make_datasets"),
     ("build the model", "classifier.training.train", "new_model"),
+    ("n-gram features, once", "classifier.training.train", "fit_inputs"),
     ("MLflow: log the params", "classifier.training.train", "log_run_inputs"),
     ("MLflow: log the datasets", "classifier.training.train", "log_datasets"),
     ("all epochs (model.fit)", "keras.Model", "fit"),

@@ -61,6 +61,7 @@ from classifier.data.pipeline import (  # noqa: E402
 from classifier.errors import DataNotFoundError  # noqa: E402
 from classifier.models.classifier import build_classifier  # noqa: E402
 from classifier.training.build import new_model  # noqa: E402
+from classifier.training.ngram_features import fit_inputs  # noqa: E402
 
 SEED = 0
 VARIANT_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "variants"
@@ -190,13 +191,19 @@ def compiled(model: keras.Model, cfg: Config) -> keras.Model:
     return model
 
 
-def pipeline_contender(name: str, model: keras.Model, data) -> Contender:
-    """``model`` fed by ``classify train``'s pipelines ``data``: one timed epoch at a time."""
+def pipeline_contender(name: str, model: keras.Model, data, cfg: Config | None = None) -> Contender:
+    """``model`` fed by ``classify train``'s pipelines ``data``: one timed epoch at a time.
+    With ``cfg``, trained as ``classify train`` trains it (a bag of n-grams: on its features
+    computed once, :func:`~classifier.training.ngram_features.fit_inputs`); without, on the
+    token-id batches (how ``classify train`` trained every variant until 2026-11-26)."""
     timer = EpochTimer()
+    trainer, train, _ = (
+        fit_inputs(model, data.train, None, cfg.data, SEED) if cfg else (model, data.train, None)
+    )
 
     def fit_epoch(epoch):
-        model.fit(
-            data.train,
+        trainer.fit(
+            train,
             epochs=epoch + 1,
             initial_epoch=epoch,
             callbacks=[timer],
@@ -221,7 +228,7 @@ def contenders(cfg: Config, raw, vectorizer, arrays, ablation: bool) -> list[Con
         model = compiled(
             build_classifier(cfg.model, data_cfg.vocab_size, data_cfg.sequence_length), cfg
         )
-        result.append(pipeline_contender(name, model, data))
+        result.append(pipeline_contender(name, model, data, cfg))
 
     keras.utils.set_random_seed(SEED)
     reference = compiled(reference_model(cfg), cfg)
@@ -281,21 +288,24 @@ def benchmark(variant: str, overrides: list[str], epochs: int, ablation: bool, c
     return row
 
 
-#: What the n-gram rows set the config's recipe beside: ``nbow``'s until 2026-11-26.
-BEFORE = {"data.batch_size": 256, "train.learning_rate": 0.01}
+#: What the n-gram rows set the config's recipe beside: ``nbow``'s until 2026-11-26 (batches of
+#: 256 on token ids). ``bow``'s recipe has not changed: its "before" is its recipe on token ids.
+BEFORE = {"nbow": {"data.batch_size": 256, "train.learning_rate": 0.01}}
 
 
 def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
-    """``variant``'s recipe and :data:`BEFORE`, interleaved: training reviews/s and test
-    accuracy of each."""
-    recipes = {
-        "before": [*overrides, *(f"{key}={value}" for key, value in BEFORE.items())],
-        "recipe": overrides,
-    }
+    """``variant``'s recipe as ``classify train`` trains it, the same on token ids, and
+    :data:`BEFORE` on token ids, interleaved: training reviews/s and test accuracy of each."""
     runs = []
     raw = vectorizer = None
-    for name, settings in recipes.items():
-        cfg = load_config(VARIANT_CONFIGS / f"{variant}.yaml", settings)
+    ngram_runs = (
+        ("before", BEFORE.get(variant, {}), False),  # the product until 2026-11-26, on token ids
+        ("ids", {}, False),  # the recipe's batches, on token ids
+        ("recipe", {}, True),  # the recipe as `classify train` trains it: on features, once
+    )
+    for name, settings, as_classify in ngram_runs:
+        extra = [f"{key}={value}" for key, value in settings.items()]
+        cfg = load_config(VARIANT_CONFIGS / f"{variant}.yaml", [*overrides, *extra])
         if raw is None:
             raw = load_raw_splits(cfg.data)
             vectorizer = build_vectorizer(cfg.data, raw.train)
@@ -303,7 +313,9 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
         keras.utils.set_random_seed(SEED)
         model = new_model(cfg, data.train)  # the NB ratios (or idf) from the training reviews
         label = f"{cfg.data.batch_size} at {cfg.train.learning_rate:g}"
-        runs.append((name, label, pipeline_contender(name, model, data)))
+        runs.append(
+            (name, label, pipeline_contender(name, model, data, cfg if as_classify else None))
+        )
     for epoch in range(epochs):
         for _, _, run in runs:
             run.fit_epoch(epoch)
@@ -319,19 +331,22 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
 
 def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
     print(
-        f"\n### Training throughput of the bags of n-grams, their recipe against batches of 256 at "
-        f"Adam 0.01 ({train_size:,} training reviews, median of epochs 2-{epochs}; "
-        f"{cpu_model()}, {os.cpu_count()} cores)\n"
+        f"\n### Training throughput of the bags of n-grams: their recipe as `classify train` "
+        f"trains it (on n-gram features computed once), the same batches on token ids, and "
+        f"batches of 256 at Adam 0.01 on token ids ({train_size:,} training reviews, median of "
+        f"epochs 2-{epochs}; {cpu_model()}, {os.cpu_count()} cores)\n"
     )
-    print("| variant | before: batch at lr | reviews/s | recipe: batch at lr | reviews/s | "
-          "recipe / before | test acc before | test acc recipe |")  # fmt: skip
-    print("|---|---|---:|---|---:|---:|---:|---:|")
+    print("| variant | before: batch at lr, ids | reviews/s | recipe on ids | reviews/s | "
+          "recipe (classify train) | reviews/s | recipe / before | test acc before | "
+          "test acc ids | test acc recipe |")  # fmt: skip
+    print("|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|")
     for row in rows:
-        before, recipe = row["before"], row["recipe"]
+        before, ids, recipe = row["before"], row["ids"], row["recipe"]
         print(
-            f"| {row['variant']} | {before['label']} | {before['rate']:.0f} | {recipe['label']} | "
-            f"{recipe['rate']:.0f} | {recipe['rate'] / before['rate']:.2f}x | "
-            f"{before['accuracy']:.4f} | {recipe['accuracy']:.4f} |"
+            f"| {row['variant']} | {before['label']} | {before['rate']:.0f} | {ids['label']} | "
+            f"{ids['rate']:.0f} | {recipe['label']} | {recipe['rate']:.0f} | "
+            f"{recipe['rate'] / before['rate']:.2f}x | {before['accuracy']:.4f} | "
+            f"{ids['accuracy']:.4f} | {recipe['accuracy']:.4f} |"
         )
 
 
@@ -346,7 +361,7 @@ def main() -> None:
     parser.add_argument("--ablation", action="store_true", help="also ours without buckets")
     args = parser.parse_args()
     epochs = args.epochs or (3 if args.quick else 4)
-    variants = args.variants.split(",")
+    variants = [name for name in args.variants.split(",") if name]
     ngram_variants = [name for name in args.ngram_variants.split(",") if name]
     unknown = sorted(set(variants) - set(ATTENTION_VARIANTS)) + sorted(
         set(ngram_variants) - {"bow", "nbow"}
@@ -364,12 +379,19 @@ def main() -> None:
     except DataNotFoundError as error:
         sys.exit(f"train_throughput: error: {error}")
     train_size = QUICK_TRAIN if args.quick else load_config(None).data.train_size
+    if rows:
+        print_reference_rows(rows, train_size, epochs, args.ablation)
+    if ngram_rows:
+        print_ngram_rows(ngram_rows, train_size, epochs)
+
+
+def print_reference_rows(rows: list[dict], train_size: int, epochs: int, ablation: bool) -> None:
     print(
         f"### Training throughput, ours vs plain-Keras reference ({train_size:,} training reviews, "
         f"median of epochs 2-{epochs}; {platform.machine()}, {os.cpu_count()} cores, "
         f"TF {tf.__version__}, Keras {keras.__version__})\n"
     )
-    names = ["ours"] + (["ours, padded to T"] if args.ablation else []) + ["reference"]
+    names = ["ours"] + (["ours, padded to T"] if ablation else []) + ["reference"]
     header = ["variant", "parameters"] + [f"{n} (reviews/s)" for n in names]
     header += [f"{n} / reference" for n in names[:-1]] + [f"{n} test acc" for n in names]
     print("| " + " | ".join(header) + " |")
@@ -382,9 +404,6 @@ def main() -> None:
         cells += [f"{row[n]['rate'] / row['reference']['rate']:.2f}x" for n in names[:-1]]
         cells += [f"{row[n]['accuracy']:.4f}" for n in names]
         print("| " + " | ".join(cells) + " |")
-
-    if ngram_rows:
-        print_ngram_rows(ngram_rows, train_size, epochs)
 
 
 if __name__ == "__main__":

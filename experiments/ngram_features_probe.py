@@ -1,13 +1,14 @@
 """Probe for issue #44, item 1: how fast could an `nbow` epoch be if each review's n-gram
 features were computed once, and Adam updated only the rows a batch touches?
 
-Not the product's code path: `classify train` still feeds token ids to the model, which sorts
-them into features at every step, and Adam updates all 4.2 million kernel rows. This probe
-trains `make train`'s `nbow` (configs/train.yaml, the first 15,000 training reviews, seed 1)
+When it was written, `classify train` fed token ids to the model, which sorted them into
+features at every step; since 2026-11-26 it trains on features computed once
+(classifier/training/ngram_features.py), the design this probe led to. This probe trains `make train`'s `nbow` (configs/train.yaml, the first 15,000 training reviews, seed 1)
 three ways, one after the other in one process, and prints each one's epoch times and its
 validation accuracy after the same number of epochs:
 
-- **ids**: the product as it is (the id pipeline, the `bag` layer, Adam);
+- **ids**: the product as it was (the id pipeline, the `bag` layer; Adam is the runs' fused
+  one now);
 - **features, lazy Adam**: each review's distinct features and their NB-scaled, normalised
   values computed once by the `bag` layer's own `feature_values` and cached; batches bucketed
   by feature count; a model that multiplies them by the same kernel variable; an Adam that

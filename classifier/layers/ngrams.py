@@ -141,13 +141,17 @@ class BagOfNgrams(keras.layers.Layer):
         the kernel. A scale of one value per feature and output gives values (B, F, outputs),
         each output's normalised on its own."""
         features = sorted_features(token_ids, self.vocab_size, self.buckets, self.order)
-        present = first_occurrences(features)
+        return features, self.values_of(features, first_occurrences(features))
+
+    def values_of(self, features, present):
+        """The normalised scaled values of ``features`` (B, F) where ``present`` (B, F) is 1
+        (each feature of a review once) and 0 elsewhere: what :meth:`feature_values` gives."""
         scales = ops.take(self.scale, features, axis=0)  # (B, F) or (B, F, outputs)
         if len(self.scale.shape) == 2:
             present = ops.expand_dims(present, -1)
         values = present * scales
         norm = ops.sqrt(ops.sum(ops.square(values), axis=1, keepdims=True))
-        return features, values / ops.maximum(norm, 1e-12)
+        return values / ops.maximum(norm, 1e-12)
 
     def call(self, token_ids):
         features, values = self.feature_values(token_ids)

@@ -195,16 +195,30 @@ class CheckpointCallback(keras.callbacks.Callback):
     The checkpoint folder holds ``vocabulary.txt``, ``last.keras`` (model and optimizer state)
     and ``progress.json``, plus what a subclass writes there (best weights); it is logged into
     one of two slots with its manifest last (:func:`~classifier.runs.resume.log_checkpoint`).
+    ``saved`` is the model that a checkpoint saves, where ``model.fit`` trains a view of it
+    (:mod:`classifier.training.ngram_features`); by default the model being fit.
     """
 
-    def __init__(self, progress: Progress, vectorizer, workdir: Path, echo: Callable[[str], None]):
+    def __init__(
+        self,
+        progress: Progress,
+        vectorizer,
+        workdir: Path,
+        echo: Callable[[str], None],
+        saved: keras.Model | None = None,
+    ):
         super().__init__()
-        self.progress, self.echo = progress, echo
+        self.progress, self.echo, self._saved = progress, echo, saved
         self.dir = workdir / CHECKPOINT_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
         vocabulary = "\n".join(vectorizer.get_vocabulary())
         (self.dir / "vocabulary.txt").write_bytes(vocabulary.encode("utf-8"))
         self._started = 0.0
+
+    @property
+    def saved(self) -> keras.Model:
+        """The model a checkpoint saves."""
+        return self._saved or self.model
 
     def on_epoch_begin(self, epoch, logs=None):
         self._started = time.perf_counter()
@@ -221,7 +235,7 @@ class CheckpointCallback(keras.callbacks.Callback):
 
     def checkpoint(self, metrics: dict[str, float], number: int) -> None:
         """Save and log the checkpoint, then log the epoch's metrics (step = ``number``)."""
-        self.model.save(self.dir / "last.keras")
+        self.saved.save(self.dir / "last.keras")
         (self.dir / PROGRESS_FILE).write_text(json.dumps(vars(self.progress)))
         log_checkpoint(self.dir, CHECKPOINT_DIR, number)
         mlflow.log_metrics(metrics, step=number)

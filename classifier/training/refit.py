@@ -56,6 +56,7 @@ from classifier.pretraining.encoder_artifact import PretrainedEncoder
 from classifier.runs.live import batch_progress, status
 from classifier.runs.resume import log_missing_metrics
 from classifier.training.build import new_model
+from classifier.training.ngram_features import fit_inputs
 
 REFIT_TAG = "refit"  # "true" on a run whose registered model was refit on all labelled reviews
 #: The last this many unlabelled reviews (all, where the split holds fewer): where a refit
@@ -93,8 +94,9 @@ def refit(
     mlflow.log_param("data.refit_train_reviews", reviews)
     mlflow.set_tag(REFIT_TAG, "true")
     echo(f"refit: a fresh model on all {reviews:,} labelled reviews for {epochs} epochs")
-    model.fit(
-        data.train,
+    trainer, train_batches, _ = fit_inputs(model, data.train, None, cfg.data, cfg.train.seed)
+    trainer.fit(
+        train_batches,
         epochs=epochs,
         callbacks=[
             *batch_progress(echo, "refit", epochs, reviews, cfg.data.batch_size),

@@ -61,6 +61,7 @@ from classifier.runs.precision import as_float32, device_note, precision_policy
 from classifier.runs.resume import PROGRESS_FILE
 from classifier.training.build import new_model
 from classifier.training.finish import finish_run
+from classifier.training.ngram_features import fit_inputs
 from classifier.training.refit import ChosenConfidence, refit
 from classifier.training.transfer import starting_point
 
@@ -177,13 +178,16 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
             + device_note(cfg.train.mixed_precision)
         )
         # 3. Fit, choosing the epoch on the validation reviews.
-        callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights)
+        callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights, model)
         epoch_bar = batch_progress(
             echo, "epoch", cfg.train.epochs, sizes["train"], cfg.data.batch_size
         )
-        model.fit(
-            data.train,
-            validation_data=data.validation,
+        trainer, train_batches, validation_batches = fit_inputs(
+            model, data.train, data.validation, cfg.data, seed
+        )
+        trainer.fit(
+            train_batches,
+            validation_data=validation_batches,
             epochs=cfg.train.epochs,
             initial_epoch=progress.epoch,
             callbacks=[*epoch_bar, callback],
@@ -235,8 +239,8 @@ class EpochTracker(CheckpointCallback):
     """Per epoch: a progress line, MLflow metrics, best-weights tracking, early stopping and a
     checkpoint logged to the run's ``checkpoint/`` artefacts."""
 
-    def __init__(self, cfg, progress, vectorizer, workdir, echo, best_weights=None):
-        super().__init__(progress, vectorizer, workdir, echo)
+    def __init__(self, cfg, progress, vectorizer, workdir, echo, best_weights=None, saved=None):
+        super().__init__(progress, vectorizer, workdir, echo, saved)
         self.cfg = cfg
         self.best_path = self.dir / "best.weights.h5"
         if best_weights is not None and Path(best_weights) != self.best_path:
@@ -260,7 +264,7 @@ class EpochTracker(CheckpointCallback):
             self.record(metrics, number)
             if improved:
                 progress.best_val_accuracy, progress.best_epoch = metrics["val_accuracy"], number
-                self.model.save_weights(self.best_path)
+                self.saved.save_weights(self.best_path)
             self.echo(
                 f"epoch {number:>2}/{self.cfg.train.epochs}  loss {metrics['train_loss']:.4f}  "
                 f"acc {metrics['train_accuracy']:.4f}  val_loss {metrics['val_loss']:.4f}  "

@@ -415,6 +415,38 @@ def test_unknown_means_the_known_words_weigh_next_to_nothing(text, unknown):
     assert verdict.tolist() == [unknown]
 
 
+#: Per word, its weight towards each of three classes (the log-probabilities up to a constant).
+CLASS_WEIGHTS = {"brilliant": [0.0, 4.0, 1.0], "awful": [5.0, 0.0, 0.5], "the": [0.1, 0.0, 0.05]}
+
+
+def three_class_model(texts: list[str]) -> np.ndarray:
+    """Softmax of the sum of the words' class weights."""
+    scores = np.array(
+        [
+            np.sum([CLASS_WEIGHTS.get(w, [0.0] * 3) for w in t.split()] or [[0.0] * 3], 0)
+            for t in texts
+        ]
+    )
+    exp = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "text, unknown", [("brilliant", False), ("awful", False), ("the", True), ("the the", True)]
+)
+def test_unknown_over_three_classes_weighs_the_margin_of_the_predicted_class(text, unknown):
+    from types import SimpleNamespace
+
+    from classifier.data.tokenizer import Tokenizer
+    from classifier.serving import evidence
+
+    model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *CLASS_WEIGHTS], 16))
+    known, _ = predict_module.word_counts(model, [text])
+    probabilities = three_class_model([text])
+    verdict = evidence.unknown([text], probabilities, known, three_class_model, model.tokenizer)
+    assert verdict.tolist() == [unknown]
+
+
 def test_a_words_weight_is_its_occlusion_of_the_margin():
     from classifier.serving import evidence
 

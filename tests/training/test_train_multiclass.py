@@ -81,7 +81,10 @@ def test_predict_names_the_class_and_gives_every_probability(three_classes):
     _, _, _, folder = three_classes
     (folder / "a.txt").write_text("a superb and brilliant film")
     (folder / "b.txt").write_text("dull plot and terrible acting, boring")
-    (folder / "c.txt").write_text("the")
+    # No known word. Whether a known word of no weight ("the") is unknown depends on how the
+    # fixture's 4 epochs weigh it (a filler word, of 0.7 to 0.96 P(good) for 2 of 4 seeds);
+    # tests/serving/test_predict.py checks that rule on models of known weights, 3 classes too.
+    (folder / "c.txt").write_text("xqzv blorf")
     model = ["--model", f"models:/{NAME}@newest"]
     texts = [str(folder / name) for name in ("a.txt", "b.txt", "c.txt")]
     table = classify("predict", *model, *texts)

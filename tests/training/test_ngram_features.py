@@ -1,0 +1,154 @@
+"""``bow`` and ``nbow`` train on their n-gram features computed once: the view over them gives
+the classifier's probabilities, loss and gradients, training it trains the classifier (whose
+checkpoint keeps the optimizer's state), and its batches hold every review once an epoch."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from classifier.config.schema import DataConfig, ModelConfig
+from classifier.models.classifier import build_classifier
+from classifier.training.ngram_features import (
+    NgramView,
+    distinct_features,
+    feature_batches,
+    fit_inputs,
+)
+
+VOCAB, LENGTH, BUCKETS = 40, 16, 64
+
+
+def classifier(variant: str, classes: int = 2, seed: int = 0) -> keras.Model:
+    """A compiled ``variant`` with random (non-zero) scales and kernel, and an L2 penalty."""
+    cfg = ModelConfig(variant=variant, ngram_buckets=BUCKETS, l2=0.01)
+    model = build_classifier(cfg, VOCAB, LENGTH, classes)
+    bag = model.get_layer("bag")
+    rng = np.random.default_rng(seed)
+    bag.scale.assign(rng.uniform(0.2, 2.0, bag.scale.shape).astype("float32"))
+    bag.kernel.assign(rng.normal(0, 1, bag.kernel.shape).astype("float32"))
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.05),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
+    return model
+
+
+def token_ids(reviews: int, seed: int = 0) -> np.ndarray:
+    """Reviews of 1 to LENGTH ids from a small vocabulary (repeats in every review), padded."""
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((reviews, LENGTH), dtype="int64")
+    for row in ids:
+        length = rng.integers(1, LENGTH + 1)
+        row[:length] = rng.integers(1, 8, length)
+    return ids
+
+
+def loss_and_kernel_gradient(model, inputs, labels, kernel):
+    """The model's probabilities, its compiled loss (L2 penalty included) and the loss's
+    gradient with respect to ``kernel``."""
+    with tf.GradientTape() as tape:
+        probabilities = model(inputs)
+        loss = model.compute_loss(y=labels, y_pred=probabilities)
+    return probabilities, loss, tf.convert_to_tensor(tape.gradient(loss, kernel))
+
+
+@pytest.mark.parametrize(("variant", "classes"), [("bow", 2), ("nbow", 2), ("nbow", 3)])
+def test_the_view_gives_the_classifiers_probabilities_loss_and_gradient(variant, classes):
+    model = classifier(variant, classes)
+    ids = token_ids(6)
+    labels = np.arange(6) % classes
+    features, values, read_labels = distinct_features([(ids, labels)], model.get_layer("bag"))
+    assert read_labels.numpy().tolist() == labels.tolist()
+    for row, review in zip(features.to_list(), ids, strict=True):  # each n-gram once, sorted
+        assert row == sorted(set(row)) and 0 not in row and len(row) < 3 * np.count_nonzero(review)
+    view = NgramView(model)
+    view.compile(loss=model.loss)
+    kernel = model.get_layer("bag").kernel
+    expected = loss_and_kernel_gradient(model, ids, labels, kernel)
+    inputs = (features.row_lengths(), features.flat_values, values.flat_values)
+    actual = loss_and_kernel_gradient(view, inputs, labels, kernel)
+    assert float(np.std(expected[2])) > 1e-3  # a gradient worth comparing
+    for want, got in zip(expected, actual, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    cross_entropy = keras.losses.sparse_categorical_crossentropy(labels, actual[0])
+    assert float(actual[1]) > float(np.mean(cross_entropy)) + 1e-3  # the L2 penalty is in it
+
+
+def id_batches(ids: np.ndarray, labels: np.ndarray, batch_size: int = 8) -> tf.data.Dataset:
+    return tf.data.Dataset.from_tensor_slices((ids, labels)).batch(batch_size)
+
+
+def test_training_the_view_trains_the_classifier_and_its_checkpoint_keeps_the_moments(tmp_path):
+    model = classifier("nbow")
+    ids, labels = token_ids(40), np.arange(40) % 2
+    kernel = np.array(model.get_layer("bag").kernel)
+    data = DataConfig(batch_size=8, sequence_length=LENGTH)
+    view, train, validation = fit_inputs(
+        model, id_batches(ids, labels), id_batches(ids, labels), data, 1
+    )
+    assert isinstance(view, NgramView) and view.optimizer is model.optimizer
+    history = view.fit(
+        train, validation_data=validation, epochs=2, shuffle=False, verbose=0
+    ).history
+    assert set(history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert int(model.optimizer.iterations) == 2 * train.cardinality()
+    assert not np.allclose(np.array(model.get_layer("bag").kernel), kernel)
+    # The classifier's own evaluation agrees with the view's last validation pass.
+    assert model.evaluate(id_batches(ids, labels), verbose=0, return_dict=True)[
+        "loss"
+    ] == pytest.approx(history["val_loss"][-1], rel=1e-5)
+    model.save(tmp_path / "last.keras")
+    loaded = keras.models.load_model(tmp_path / "last.keras", safe_mode=True)
+    moments = [np.array(v) for v in model.optimizer.variables]
+    assert any(np.abs(m).sum() > 0 for m in moments[1:])
+    for saved, restored in zip(moments, loaded.optimizer.variables, strict=True):
+        np.testing.assert_array_equal(np.array(restored), saved)
+    # A resumed run trains the loaded classifier through a view of its own, moments and all.
+    resumed, train, _ = fit_inputs(loaded, id_batches(ids, labels), None, data, 2)
+    resumed.fit(train, epochs=1, shuffle=False, verbose=0)
+    assert int(loaded.optimizer.iterations) == 3 * train.cardinality()
+
+
+def test_other_variants_train_on_their_token_ids():
+    model = build_classifier(
+        ModelConfig(variant="encoder", embed_dim=8, num_heads=2, ff_dim=8, num_layers=1),
+        VOCAB,
+        LENGTH,
+    )
+    batches = id_batches(token_ids(8), np.zeros(8, dtype="int64"))
+    assert fit_inputs(model, batches, None, DataConfig(), 1) == (model, batches, None)
+
+
+def test_every_review_once_an_epoch_reshuffled_and_a_review_without_features():
+    model = classifier("nbow")
+    ids = token_ids(50, seed=3)
+    ids[-1] = 0  # the last review has no feature at all (nothing but padding)
+    numbers = np.arange(50)  # the "labels" are the reviews' numbers
+    bag = model.get_layer("bag")
+    batches = feature_batches(id_batches(ids, numbers), bag, 8, shuffle_seed=7)
+    features, values, _ = distinct_features(id_batches(ids, numbers), bag)
+    epochs = []
+    for _ in range(2):
+        seen = []
+        for (row_lengths, flat, batch_values), labels in batches:
+            assert flat.shape == batch_values.shape and int(np.sum(row_lengths)) == len(flat)
+            chosen = labels.numpy().tolist()
+            assert np.split(flat.numpy(), np.cumsum(row_lengths)[:-1])[0].tolist() == (
+                features[chosen[0]].numpy().tolist()
+            )
+            seen.extend(chosen)
+        assert sorted(seen) == list(range(50))
+        epochs.append(seen)
+    assert epochs[0] != epochs[1]
+    # The review without features gets the bias alone, wherever it falls in its batch.
+    view = NgramView(model)
+    for order in ([49, 0], [0, 49]):
+        chosen = tf.gather(features, order)
+        inputs = (chosen.row_lengths(), chosen.flat_values, tf.gather(values, order).flat_values)
+        np.testing.assert_allclose(
+            view(inputs).numpy(), model(ids[order]).numpy(), rtol=1e-5, atol=1e-6
+        )

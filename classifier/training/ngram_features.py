@@ -47,10 +47,10 @@ class NgramView(keras.Model):
     """A batch of reviews' distinct n-gram features, end to end, to the classifier's
     probabilities: ``(row_lengths (B,), features (N,), values (N,) or (N, K))``, review b's
     features being the next ``row_lengths[b]`` of them (first: Keras weighs a batch's loss by
-    the length of its first input). It computes what the classifier's
-    ``bag`` computes after :meth:`~classifier.layers.ngrams.BagOfNgrams.feature_values` (each
-    review's values times their kernel rows, summed, plus the bias) without padding, with the same variables, then the
-    classifier's ``head``: the very layer objects, not copies."""
+    the length of its first input). It computes what the classifier's ``bag`` computes after
+    :meth:`~classifier.layers.ngrams.BagOfNgrams.feature_values` (each review's values times
+    their kernel rows, summed, plus the bias) without padding and with the same variables, then
+    the classifier's ``head``: the very layer objects, not copies."""
 
     def __init__(self, classifier: keras.Model):
         super().__init__(name=f"{classifier.name}_on_ngram_features")

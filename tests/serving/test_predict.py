@@ -403,16 +403,21 @@ def linear_model(texts: list[str]) -> np.ndarray:
     ],
 )
 def test_unknown_means_the_known_words_weigh_next_to_nothing(text, unknown):
+    assert is_unknown(text, linear_model, WEIGHTS) == unknown
+
+
+def is_unknown(text: str, predict, words) -> bool:
+    """The verdict of :func:`~classifier.serving.evidence.unknown` on ``text`` for a model that
+    knows ``words`` and gives ``predict(texts)`` probabilities."""
     from types import SimpleNamespace
 
     from classifier.data.tokenizer import Tokenizer
     from classifier.serving import evidence
 
-    model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *WEIGHTS], 16))
+    model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *words], 16))
     known, _ = predict_module.word_counts(model, [text])
-    probabilities = linear_model([text])
-    verdict = evidence.unknown([text], probabilities, known, linear_model, model.tokenizer)
-    assert verdict.tolist() == [unknown]
+    (verdict,) = evidence.unknown([text], predict([text]), known, predict, model.tokenizer)
+    return bool(verdict)
 
 
 #: Per word, its weight towards each of three classes (the log-probabilities up to a constant).
@@ -435,16 +440,7 @@ def three_class_model(texts: list[str]) -> np.ndarray:
     "text, unknown", [("brilliant", False), ("awful", False), ("the", True), ("the the", True)]
 )
 def test_unknown_over_three_classes_weighs_the_margin_of_the_predicted_class(text, unknown):
-    from types import SimpleNamespace
-
-    from classifier.data.tokenizer import Tokenizer
-    from classifier.serving import evidence
-
-    model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *CLASS_WEIGHTS], 16))
-    known, _ = predict_module.word_counts(model, [text])
-    probabilities = three_class_model([text])
-    verdict = evidence.unknown([text], probabilities, known, three_class_model, model.tokenizer)
-    assert verdict.tolist() == [unknown]
+    assert is_unknown(text, three_class_model, CLASS_WEIGHTS) == unknown
 
 
 def test_a_words_weight_is_its_occlusion_of_the_margin():

@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import keras
 import mlflow
 import pytest
 from click.testing import CliRunner
@@ -136,6 +137,37 @@ def test_a_crash_marks_the_run_failed_and_resume_finishes_it(store, fixture_data
     assert MlflowClient().get_run(run_id).info.status == "FINISHED"
     with pytest.raises(ResumeError, match="already finished"):
         train(resume=run_id)
+
+
+def test_an_nbow_run_resumes_with_its_optimizers_state(store, fixture_data_dir, monkeypatch):
+    """``nbow`` trains a view over its n-gram features; its checkpoint is the classifier with
+    the optimizer's moments and step count, and a resumed run goes on from them."""
+    from classifier.config.schema import load_config
+
+    extra = ["model.variant=nbow", "train.epochs=4"]
+    cfg = load_config(None, [*overrides(fixture_data_dir, batch_size=16), *extra])
+    real_epoch_end = training.EpochTracker.on_epoch_end
+
+    def power_cut_after_epoch_2(self, epoch, logs=None):
+        real_epoch_end(self, epoch, logs)
+        if epoch + 1 == 2:
+            raise RuntimeError("power cut")
+
+    monkeypatch.setattr(training.EpochTracker, "on_epoch_end", power_cut_after_epoch_2)
+    lines: list[str] = []
+    with pytest.raises(RuntimeError, match="power cut"):
+        train(cfg, echo=lines.append)
+    run_id = lines[0].split()[1].rstrip(":")
+    assert checkpoint_progress(run_id)["epoch"] == 2
+    monkeypatch.setattr(training.EpochTracker, "on_epoch_end", real_epoch_end)
+    resumed: list[str] = []
+    result = train(resume=run_id, echo=resumed.append)
+    assert [line.split()[1] for line in resumed if line.startswith("epoch ")] == ["3/4", "4/4"]
+    assert result.epochs_run == 4
+    with tempfile.TemporaryDirectory() as folder:
+        path = newest_whole_checkpoint(run_id, "checkpoint", Path(folder))
+        optimizer = keras.models.load_model(path / "last.keras", safe_mode=True).optimizer
+        assert int(optimizer.iterations) == 4 * 8  # 120 reviews in 8 batches an epoch, 4 epochs
 
 
 def test_resume_errors_are_one_line(store):

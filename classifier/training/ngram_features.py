@@ -14,7 +14,9 @@ on token ids, trained by it.
 A batch holds its reviews' features end to end, without padding (the token-id batches are
 padded to their longest review, and each review's 3T n-gram slots to those of the batch's
 longest), so it needs no length buckets: ``data.batch_size`` reviews drawn at random, reshuffled
-every epoch with the run's seed. Every other variant trains on the ids as before.
+every epoch with the run's seed. Every other variant trains on the ids as before, and so does a
+bag of n-grams on more than :data:`MAX_REVIEWS_IN_MEMORY` reviews (a labelled file of millions of
+rows, whose token ids are cached on disk so that memory does not grow with the file).
 
 Example (inside a run: ``model`` compiled, ``data`` its pipelines)::
 
@@ -29,6 +31,10 @@ import tensorflow as tf
 
 from classifier.config.schema import DataConfig
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
+
+#: The most reviews (training and validation together, counted as their batches times the batch
+#: size) whose features a run holds in memory: about 0.6 GB at `nbow`'s 700 features a review.
+MAX_REVIEWS_IN_MEMORY = 100_000
 
 
 def ngram_bag(model: keras.Model) -> BagOfNgrams | None:
@@ -97,9 +103,11 @@ def fit_inputs(
 ) -> tuple[keras.Model, tf.data.Dataset, tf.data.Dataset | None]:
     """What ``model.fit`` takes for the compiled ``model``: for a bag of n-grams its
     :class:`NgramView` and the reviews of ``train`` (shuffled with ``seed``) and ``validation``
-    (token-id batches) as feature batches; for any other model, themselves."""
+    (token-id batches) as feature batches; for any other model, or more than
+    :data:`MAX_REVIEWS_IN_MEMORY` reviews, themselves."""
     bag = ngram_bag(model)
-    if bag is None:
+    batches = sum(int(split.cardinality()) for split in (train, validation) if split is not None)
+    if bag is None or batches * data.batch_size > MAX_REVIEWS_IN_MEMORY:
         return model, train, validation
     view = NgramView(model)
     view.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from classifier.config.schema import DataConfig, ModelConfig
 from classifier.models.classifier import build_classifier
+from classifier.training import ngram_features
 from classifier.training.ngram_features import (
     NgramView,
     distinct_features,
@@ -111,6 +112,16 @@ def test_training_the_view_trains_the_classifier_and_its_checkpoint_keeps_the_mo
     resumed, train, _ = fit_inputs(loaded, id_batches(ids, labels), None, data, 2)
     resumed.fit(train, epochs=1, shuffle=False, verbose=0)
     assert int(loaded.optimizer.iterations) == 3 * train.cardinality()
+
+
+def test_more_reviews_than_memory_holds_train_on_their_token_ids(monkeypatch):
+    model = classifier("nbow")
+    batches = id_batches(token_ids(40), np.arange(40) % 2)  # 5 batches of 8
+    data = DataConfig(batch_size=8, sequence_length=LENGTH)
+    monkeypatch.setattr(ngram_features, "MAX_REVIEWS_IN_MEMORY", 79)
+    assert fit_inputs(model, batches, batches, data, 1) == (model, batches, batches)
+    monkeypatch.setattr(ngram_features, "MAX_REVIEWS_IN_MEMORY", 80)
+    assert isinstance(fit_inputs(model, batches, batches, data, 1)[0], NgramView)
 
 
 def test_other_variants_train_on_their_token_ids():

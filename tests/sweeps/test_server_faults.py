@@ -29,6 +29,7 @@ EPOCHS = 6
 GRACE_S = 24
 OUTAGE_S = 10
 POSTGRES_OUTAGE_S = 12  # longer than a heartbeat's interval, so that one falls in it
+MLFLOW_AWAY = r"^the MLflow server \S+ is unreachable \("  # the server's URL in between
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +53,12 @@ def test_a_sweep_survives_its_servers_stopping_and_restarting(
     with log.open("w") as out:
         worker = subprocess.Popen(command, env=server.env(), stdout=out, stderr=subprocess.STDOUT)
     try:
-        # Point 1: the MLflow server alone.
+        # Point 1: the MLflow server alone, until the worker has met it stopped (an epoch's
+        # end or a run heartbeat; on a slow machine an epoch may outlast OUTAGE_S).
         at = wait_for_line(log, r"^epoch  2/", worker)
         server.stop_mlflow()
         time.sleep(OUTAGE_S)
+        at = wait_for_line(log, MLFLOW_AWAY, worker, at)
         server.script("start")
         # Point 2: PostgreSQL restarted, the MLflow server's store with it.
         at = wait_for_line(log, r"^train \[2/3\]", worker, at)
@@ -66,9 +69,10 @@ def test_a_sweep_survives_its_servers_stopping_and_restarting(
         back = database_now(server)
         # Point 3: the whole stack.
         at = wait_for_line(log, r"^train \[3/3\]", worker, at)
-        wait_for_line(log, r"^epoch  2/", worker, at)
+        at = wait_for_line(log, r"^epoch  2/", worker, at)
         server.script("stop")
         time.sleep(OUTAGE_S)
+        wait_for_line(log, MLFLOW_AWAY, worker, at)
         server.script("start")
         assert worker.wait(timeout=900) == 0, log.read_text()[-3000:]
     finally:

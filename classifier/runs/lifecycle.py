@@ -218,7 +218,7 @@ class CheckpointCallback(keras.callbacks.Callback):
     @property
     def saved(self) -> keras.Model:
         """The model a checkpoint saves."""
-        return self._saved or self.model
+        return self._saved if self._saved is not None else self.model
 
     def on_epoch_begin(self, epoch, logs=None):
         self._started = time.perf_counter()

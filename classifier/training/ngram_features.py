@@ -104,10 +104,11 @@ def fit_inputs(
     """What ``model.fit`` takes for the compiled ``model``: for a bag of n-grams its
     :class:`NgramView` and the reviews of ``train`` (shuffled with ``seed``) and ``validation``
     (token-id batches) as feature batches; for any other model, or more than
-    :data:`MAX_REVIEWS_IN_MEMORY` reviews, themselves."""
+    :data:`MAX_REVIEWS_IN_MEMORY` reviews or an unknown number of them, themselves."""
     bag = ngram_bag(model)
-    batches = sum(int(split.cardinality()) for split in (train, validation) if split is not None)
-    if bag is None or batches * data.batch_size > MAX_REVIEWS_IN_MEMORY:
+    batches = [int(split.cardinality()) for split in (train, validation) if split is not None]
+    unknown = min(batches) < 0  # tf.data's UNKNOWN or INFINITE cardinality
+    if bag is None or unknown or sum(batches) * data.batch_size > MAX_REVIEWS_IN_MEMORY:
         return model, train, validation
     view = NgramView(model)
     view.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])

@@ -122,6 +122,8 @@ def test_more_reviews_than_memory_holds_train_on_their_token_ids(monkeypatch):
     assert fit_inputs(model, batches, batches, data, 1) == (model, batches, batches)
     monkeypatch.setattr(ngram_features, "MAX_REVIEWS_IN_MEMORY", 80)
     assert isinstance(fit_inputs(model, batches, batches, data, 1)[0], NgramView)
+    uncounted = batches.filter(lambda ids, labels: True)  # tf.data cannot tell how many
+    assert fit_inputs(model, uncounted, None, data, 1) == (model, uncounted, None)
 
 
 def test_other_variants_train_on_their_token_ids():

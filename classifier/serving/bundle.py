@@ -226,22 +226,17 @@ def _any_length(classifier: keras.Model, shown: str) -> keras.Model:
 def _export_litert(classifier: keras.Model, path: Path, shown: str) -> None:
     """Convert ``classifier`` to a LiteRT flatbuffer at ``path``: token ids (B, T) int64 in.
 
-    The converter is given the model's call as a concrete function, its variables held by a
-    ``tf.Module`` so that they are frozen into the flatbuffer; ``model.export(format="litert")``
-    writes a SavedModel and reads it back first, for the same bytes in about twice the time
-    (``benchmarks/run_fixed_cost.py``)."""
+    The converter is given the model's call as a concrete function and freezes its variables
+    into the graph; by default (``experimental_lower_to_saved_model``), and in
+    ``model.export(format="litert")``, it writes a SavedModel and reads it back first, for a
+    flatbuffer of the same ops in 2 to 4 times the time (``benchmarks/run_fixed_cost.py``)."""
     signature = [tf.TensorSpec((None, None), tf.int64, name="token_ids")]
-    holder = tf.Module()  # tracks the variables, so that the converter freezes their values
-    holder.held = [variable.value for variable in classifier.weights]
-    holder.call = tf.function(
-        lambda ids: classifier(ids, training=False), input_signature=signature
-    )
+    call = tf.function(lambda ids: classifier(ids, training=False), input_signature=signature)
     try:
-        converter = tf.lite.TFLiteConverter.from_concrete_functions(
-            [holder.call.get_concrete_function()], holder
-        )
+        converter = tf.lite.TFLiteConverter.from_concrete_functions([call.get_concrete_function()])
         # Built-in ops only: a TensorFlow "select" op would need TensorFlow to run.
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        converter.experimental_lower_to_saved_model = False
         content = converter.convert()
     except Exception as error:  # noqa: BLE001 - the converter raises many kinds
         raise ModelError(

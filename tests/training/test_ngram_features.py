@@ -126,14 +126,36 @@ def test_more_reviews_than_memory_holds_train_on_their_token_ids(monkeypatch):
     assert fit_inputs(model, uncounted, None, data, 1) == (model, uncounted, None)
 
 
-def test_other_variants_train_on_their_token_ids():
+def encoder() -> keras.Model:
     model = build_classifier(
         ModelConfig(variant="encoder", embed_dim=8, num_heads=2, ff_dim=8, num_layers=1),
         VOCAB,
         LENGTH,
     )
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def test_other_variants_train_on_their_token_ids():
+    model = encoder()
     batches = id_batches(token_ids(8), np.zeros(8, dtype="int64"))
     assert fit_inputs(model, batches, None, DataConfig(), 1) == (model, batches, None)
+
+
+@pytest.mark.parametrize("variant", ["encoder", "nbow"])
+def test_the_training_step_is_traced_once(variant):
+    """The optimizer's and metrics' variables exist before ``fit``: created in the first
+    step's trace, they would make TensorFlow trace the step again (about 1 s a run)."""
+    model = encoder() if variant == "encoder" else classifier(variant)
+    ids = token_ids(40, seed=1)
+    trainer, batches, _ = fit_inputs(
+        model, id_batches(ids, ids[:, 0] % 2), None, DataConfig(batch_size=16), 1
+    )
+    traced = []
+    step = trainer.train_step
+    trainer.train_step = lambda data: (traced.append(1), step(data))[1]  # runs when traced
+    trainer.fit(batches, epochs=2, shuffle=False, verbose=0)
+    assert len(traced) == 1
 
 
 def test_every_review_once_an_epoch_reshuffled_and_a_review_without_features():

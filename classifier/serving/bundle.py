@@ -29,7 +29,10 @@ Example (a trained model; training does this for every run)::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import keras
@@ -231,18 +234,39 @@ def _export_litert(classifier: keras.Model, path: Path, shown: str) -> None:
     ``model.export(format="litert")``, it writes a SavedModel and reads it back first, for a
     flatbuffer of the same ops in 2 to 4 times the time (``benchmarks/run_fixed_cost.py``)."""
     signature = [tf.TensorSpec((None, None), tf.int64, name="token_ids")]
-    call = tf.function(lambda ids: classifier(ids, training=False), input_signature=signature)
+    holder = tf.Module()  # tracks the variables that the converter freezes
+    holder.held = [variable.value for variable in classifier.weights]
+    holder.call = tf.function(
+        lambda ids: classifier(ids, training=False), input_signature=signature
+    )
     try:
-        converter = tf.lite.TFLiteConverter.from_concrete_functions([call.get_concrete_function()])
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [holder.call.get_concrete_function()], holder
+        )
         # Built-in ops only: a TensorFlow "select" op would need TensorFlow to run.
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.experimental_lower_to_saved_model = False
-        content = converter.convert()
+        with _tensorflow_warnings_off():
+            content = converter.convert()
     except Exception as error:  # noqa: BLE001 - the converter raises many kinds
         raise ModelError(
             f"{shown}: LiteRT cannot convert its classifier ({first_line(error)})"
         ) from None
     path.write_bytes(content)
+
+
+@contextlib.contextmanager
+def _tensorflow_warnings_off() -> Iterator[None]:
+    """TensorFlow's Python warnings off: freezing the classifier's graph warns that it skips
+    the graph's ``table_initializer`` collection (a lookup table's, which the flatbuffer does
+    not hold), "probably safe to ignore"."""
+    logger = logging.getLogger("tensorflow")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _check_standardization(vectorizer: ReviewVectorizer, shown: str) -> None:

@@ -47,6 +47,7 @@ def test_training_under_a_terminal_shows_its_steps_and_batches(tmp_path, fixture
     os.close(leader)
     stderr = process.communicate(timeout=300)[1].decode()
     assert process.returncode == 0, stderr
+    assert stderr == ""  # only the project's own lines: no library's warnings or log lines
     shown = b"".join(chunks).decode().replace("\r\n", "\n")
 
     statuses = [part.split("\n")[0] for part in shown.split(CLEAR)[1:]]

@@ -237,7 +237,7 @@ def _export_litert(classifier: keras.Model, path: Path, shown: str) -> None:
     holder = tf.Module()  # tracks the variables that the converter freezes
     holder.held = [variable.value for variable in classifier.weights]
     holder.call = tf.function(
-        lambda ids: classifier(ids, training=False), input_signature=signature
+        lambda ids: classifier(ids, training=False), input_signature=signature, autograph=False
     )
     try:
         converter = tf.lite.TFLiteConverter.from_concrete_functions(

@@ -131,10 +131,12 @@ class _TwoSteps:
         self.vectorize = tf.function(
             lambda texts: vectorizer(texts),
             input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False,  # nothing to convert: tracing is faster without
         )
         self.classify = tf.function(
             lambda token_ids: classifier(token_ids, training=False),
             input_signature=[tf.TensorSpec([None, None], tf.int64)],
+            autograph=False,
         )
 
     def __call__(self, texts: list[str], batch_size: int) -> np.ndarray:
@@ -166,7 +168,7 @@ class _EndToEnd:
     def __init__(self, model: keras.Model):
         owner = weakref.ref(model)  # the cache must not keep the model alive
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         def predict(texts):
             return owner()(texts, training=False)
 

@@ -30,6 +30,7 @@ import keras
 import tensorflow as tf
 
 from classifier.config.schema import DataConfig
+from classifier.data.batching import as_written
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
 
 #: The most reviews (training and validation together, counted as their batches times the batch
@@ -139,6 +140,7 @@ def feature_batches(
     epoch. No padding, so no length buckets either: a batch is any ``batch_size`` reviews."""
     features, values, labels = distinct_features(id_batches, bag)
 
+    @as_written
     def batch(numbers):
         chosen = tf.gather(features, numbers)
         inputs = (chosen.row_lengths(), chosen.flat_values, tf.gather(values, numbers).flat_values)
@@ -157,7 +159,7 @@ def distinct_features(
     :meth:`~classifier.layers.ngrams.BagOfNgrams.feature_values` gives them, one ragged row per
     review, and the labels, over ``(ids, labels)`` batches."""
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)])
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)], autograph=False)
     def of_batch(ids):
         features = sorted_features(ids, bag.vocab_size, bag.buckets, bag.order)
         present = first_occurrences(features)

@@ -289,7 +289,7 @@ def _check_standardization(vectorizer: ReviewVectorizer, shown: str) -> None:
 
 def _check_reproduces(model: keras.Model, bundle: BundleModel, shown: str) -> None:
     """Compare the loaded bundle's probabilities with Keras' on texts of every length."""
-    vocabulary = bundle.tokenizer.vocabulary[1:]
+    vocabulary = np.asarray(bundle.tokenizer.vocabulary[1:])  # a list: converted every draw
     rng = np.random.default_rng(0)
     longest = bundle.sequence_length + 3
     texts = PROBES + [

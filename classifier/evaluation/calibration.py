@@ -25,6 +25,7 @@ Example (a trained classifier and its validation pipeline)::
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import keras
@@ -73,14 +74,32 @@ def head_logits(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.n
     the head's own inputs and weights in float64 (exact, where the log of the softmax would
     lose the tails to rounding)."""
     head = classifier.get_layer(HEAD)
-    features = keras.Model(classifier.inputs, head.input)
+    features = _head_inputs(classifier)
     kernel, bias = (keras.ops.convert_to_numpy(w).astype(np.float64) for w in head.weights)
     logits, labels = [], []
     for token_ids, batch_labels in dataset:
-        x = keras.ops.convert_to_numpy(features(token_ids, training=False)).astype(np.float64)
+        x = features(tf.cast(token_ids, tf.int64)).numpy().astype(np.float64)
         logits.append(x @ kernel + bias)
         labels.append(batch_labels.numpy())
     return np.concatenate(logits), np.concatenate(labels)
+
+
+#: Each classifier's traced :func:`_head_inputs` (weakly held: it does not keep it alive).
+_HEAD_INPUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _head_inputs(classifier: keras.Model) -> tf.types.experimental.GenericFunction:
+    """Token ids (B, T) to the inputs of ``classifier``'s head, as one ``tf.function`` per
+    classifier (calibration and the test evaluation share it). Run eagerly, every batch
+    dispatched each of the classifier's ops from Python again."""
+    if classifier not in _HEAD_INPUTS:
+        features = keras.Model(classifier.inputs, classifier.get_layer(HEAD).input)
+        _HEAD_INPUTS[classifier] = tf.function(
+            lambda token_ids: features(token_ids, training=False),
+            input_signature=[tf.TensorSpec([None, None], tf.int64)],
+            autograph=False,
+        )
+    return _HEAD_INPUTS[classifier]
 
 
 def head_log_odds(classifier: keras.Model, dataset: tf.data.Dataset) -> tuple[np.ndarray, ...]:

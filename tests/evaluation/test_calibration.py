@@ -4,6 +4,9 @@ what a training run logs."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import keras
 import mlflow
 import numpy as np
@@ -108,6 +111,10 @@ def test_fitted_temperature_and_offset_minimise_the_loss():
 @pytest.fixture
 def over_confident():
     """A small classifier with a sharp random head, and token-id batches with labels."""
+    return over_confident_classifier()
+
+
+def over_confident_classifier():
     keras.utils.set_random_seed(3)
     classifier = build_classifier(ModelConfig(variant="attention"), 40, 12)
     head = classifier.get_layer("head")
@@ -158,6 +165,17 @@ def test_folding_no_offset_is_the_temperature_alone(over_confident):
     log_odds, _ = head_log_odds(classifier, dataset)
     fold_calibration(classifier, Calibration(temperature=2.5))
     np.testing.assert_allclose(head_log_odds(classifier, dataset)[0], log_odds / 2.5, atol=1e-5)
+
+
+def test_the_traced_head_inputs_keep_no_classifier_alive():
+    """A sweep calibrates a new classifier every run: the traced function of each must go
+    with it."""
+    classifier, dataset = over_confident_classifier()
+    head_log_odds(classifier, dataset)
+    gone = weakref.ref(classifier)
+    del classifier
+    gc.collect()
+    assert gone() is None
 
 
 def test_a_run_logs_calibration(store, fixture_data_dir):

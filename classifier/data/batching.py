@@ -72,9 +72,7 @@ def vectorize(
         .cache(cache_file)  # one entry per chunk: a file cache's index is held in memory
         .map(_unpacked)
         .unbatch()
-        .map(
-            as_written(lambda token_ids, label: (tf.identity(token_ids), label))
-        )  # a plain (T,) tensor
+        .map(as_written(lambda token_ids, label: (tf.identity(token_ids), label)))  # plain (T,)
     )
     if shuffle_seed is not None:  # a full shuffle of a training portion (pretraining: partial)
         ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import functools
 import itertools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -132,20 +133,56 @@ def _unpacked(values: tf.Tensor, lengths: tf.Tensor, labels: tf.Tensor):
 
 def cache_file(name: str) -> str:
     """A new file prefix for one split's cached ids, in a folder of this process's own under
-    the temporary directory (``TMPDIR``), removed when the process ends.
+    the temporary directory (``TMPDIR``), removed when the process ends. A process that was
+    killed cannot remove its folder: the next one to make its own removes it
+    (:func:`remove_orphans`).
 
     Example::
 
-        cache_file("train")  # '/tmp/classify-ids-k2j4_x/train-1'
+        cache_file("train")  # '/tmp/classify-ids-4242-k2j4_x/train-1' (process 4242)
     """
     return str(_cache_folder() / f"{name}-{next(_cache_numbers)}")
 
 
+CACHE_PREFIX = "classify-ids-"  # then the process id, a dash and mkdtemp's letters
 _cache_numbers = itertools.count(1)  # each prefix new: two caches never share files
 
 
 @functools.cache
 def _cache_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="classify-ids-"))
+    remove_orphans(Path(tempfile.gettempdir()))
+    folder = Path(tempfile.mkdtemp(prefix=f"{CACHE_PREFIX}{os.getpid()}-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
+
+
+def remove_orphans(temporary: Path) -> list[Path]:
+    """Remove the id-cache folders in ``temporary`` whose process has ended (killed, so its
+    exit did not remove them: a labelled file's ids can take gigabytes); those it removed.
+    Folders of live processes, of another user's, and without a process id stay.
+
+    Example:
+        >>> remove_orphans(Path("/no/such/folder"))
+        []
+    """
+    removed = []
+    for folder in temporary.glob(f"{CACHE_PREFIX}*-*"):
+        pid = folder.name.removeprefix(CACHE_PREFIX).split("-", 1)[0]
+        try:
+            mine = folder.stat().st_uid == os.getuid()
+        except OSError:  # removed meanwhile by another process doing the same
+            continue
+        if pid.isdigit() and mine and not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True

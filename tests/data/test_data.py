@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import keras
@@ -153,6 +155,24 @@ def test_a_labelled_files_ids_are_cached_on_disk_imdbs_in_memory(cfg, tmp_path):
     before = set(batching._cache_folder().iterdir())
     make_datasets(cfg, imdb_raw, build_vectorizer(cfg, imdb_raw.train), seed=1)
     assert set(batching._cache_folder().iterdir()) == before
+
+
+def test_the_id_caches_of_a_killed_process_are_removed_by_the_next(tmp_path):
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **TEXT)
+    killed = tmp_path / f"{batching.CACHE_PREFIX}{ended.stdout.strip()}-k2j4_x"  # its pid ended
+    killed.mkdir()
+    (killed / "train-1.data").write_bytes(b"ids")
+    live = tmp_path / f"{batching.CACHE_PREFIX}{os.getpid()}-a8b7_c"
+    live.mkdir()
+    older = tmp_path / f"{batching.CACHE_PREFIX}q1w2e3"  # named before process ids: unknown
+    older.mkdir()
+    assert batching.remove_orphans(tmp_path) == [killed]
+    assert sorted(tmp_path.iterdir()) == sorted([live, older])
+    mine = Path(batching.cache_file("train")).parent
+    assert mine.name.startswith(f"{batching.CACHE_PREFIX}{os.getpid()}-")
+
+
+TEXT = {"capture_output": True, "text": True, "check": True}
 
 
 def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cfg):

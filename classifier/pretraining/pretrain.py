@@ -51,6 +51,7 @@ from classifier.runs.lifecycle import (
     CheckpointCallback,
     Progress,
     TrainingInterrupted,
+    built_for_fit,
     log_run_inputs,
     resume_state,
     run_workspace,
@@ -157,7 +158,7 @@ def _pretrain_from(cfg, checkpoint, resume, echo, workdir: Path) -> PretrainResu
         )
         tracker = PretrainTracker(cfg, progress, vectorizer, workdir, echo)
         reviews, batch = sizes["unlabelled"] + sizes["labelled"], cfg.data.batch_size
-        model.fit(
+        built_for_fit(model, data.train).fit(
             data.train,
             validation_data=data.held_out,
             epochs=p.epochs,

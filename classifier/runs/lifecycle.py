@@ -6,6 +6,8 @@
 - :func:`tracked_run`: the MLflow run started (or reopened) with its heartbeat; a new run logs its
   inputs, a resumed one the metrics a hard kill kept from the store; a stop signal (Ctrl-C,
   SIGTERM, SIGHUP) marks it KILLED and raises :class:`TrainingInterrupted`.
+- :func:`built_for_fit`: a compiled model's optimizer and metrics built before ``fit``, so
+  that its training step is traced once.
 - :class:`CheckpointCallback`: times each epoch and logs its checkpoint, then its metrics, as one
   unit that no stop signal splits.
 
@@ -90,6 +92,22 @@ def quiet_libraries() -> None:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     # Keras warns when an epoch ends exactly at the end of a finite tf.data pipeline.
     warnings.filterwarnings("ignore", message="Your input ran out of data")
+
+
+def built_for_fit(model: keras.Model, train) -> keras.Model:
+    """The compiled ``model`` with its optimizer's and compiled metrics' variables created from
+    the shapes of the batches of ``train`` (a ``tf.data.Dataset``), as Keras does before ``fit``
+    under a distribution strategy (``Model._symbolic_build``, private but unchanged across Keras
+    3). Without one, Keras creates them inside the first training step's trace, and TensorFlow
+    then traces the step a second time (a ``tf.function`` that created variables is traced
+    again): 0.9 s of an encoder's fixture run on 2 cores.
+
+    Example::
+
+        built_for_fit(model, data.train).fit(data.train)  # the step traced once
+    """
+    model._symbolic_build(data_batch=train.element_spec)
+    return model
 
 
 @contextlib.contextmanager

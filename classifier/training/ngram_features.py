@@ -32,6 +32,7 @@ import tensorflow as tf
 from classifier.config.schema import DataConfig
 from classifier.data.batching import as_written
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
+from classifier.runs.lifecycle import built_for_fit
 
 #: The most reviews (training and validation together, counted as their batches times the batch
 #: size) whose features a run holds in memory: about 0.6 GB at `nbow`'s 700 features a review.
@@ -107,10 +108,10 @@ def fit_inputs(
     (token-id batches) as feature batches; for any other model, or more than
     :data:`MAX_REVIEWS_IN_MEMORY` reviews or an unknown number of them, themselves."""
     bag = ngram_bag(model)
-    batches = [int(split.cardinality()) for split in (train, validation) if split is not None]
-    unknown = min(batches) < 0  # tf.data's UNKNOWN or INFINITE cardinality
-    if bag is None or unknown or sum(batches) * data.batch_size > MAX_REVIEWS_IN_MEMORY:
-        return _built(model, train), train, validation
+    counts = [int(split.cardinality()) for split in (train, validation) if split is not None]
+    unknown = min(counts) < 0  # tf.data's UNKNOWN or INFINITE cardinality
+    if bag is None or unknown or sum(counts) * data.batch_size > MAX_REVIEWS_IN_MEMORY:
+        return built_for_fit(model, train), train, validation
     view = NgramView(model)
     view.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])
 
@@ -118,17 +119,11 @@ def fit_inputs(
         return feature_batches(split, bag, data.batch_size, shuffle_seed)
 
     train = batches(train, seed)
-    return _built(view, train), train, None if validation is None else batches(validation, None)
-
-
-def _built(trainer: keras.Model, train: tf.data.Dataset) -> keras.Model:
-    """``trainer`` with its optimizer's and compiled metrics' variables created from the shapes
-    of ``train``'s batches, as Keras does before ``fit`` under a distribution strategy. Without
-    one, Keras creates them inside the first training step's trace, and TensorFlow then traces
-    the step a second time (a ``tf.function`` that created variables is traced again): 0.9 s
-    of an encoder's fixture run on 2 cores."""
-    trainer._symbolic_build(data_batch=train.element_spec)
-    return trainer
+    return (
+        built_for_fit(view, train),
+        train,
+        None if validation is None else batches(validation, None),
+    )
 
 
 def feature_batches(

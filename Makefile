@@ -78,8 +78,9 @@ sweep: $(STAMP) ## Work on a sweep until no point is left (SPEC=configs/sweeps/q
 	$(BIN)/classify sweep $(SPEC) $(if $(STORAGE),--storage '$(STORAGE)') $(if $(THREADS),--threads $(THREADS))
 
 # LISTEN=0.0.0.0 (or an address of this machine) opens both servers to other machines, with TLS.
+# WORKERS=N: the MLflow server's worker processes (MLflow's default, 4).
 server: $(STAMP) ## Start PostgreSQL and an MLflow server on it, with passwords, for sweeps on many machines (LISTEN=0.0.0.0: open, TLS)
-	PORT=$(PORT) LISTEN=$(LISTEN) scripts/server.sh start
+	PORT=$(PORT) LISTEN=$(LISTEN) $(if $(WORKERS),WORKERS=$(WORKERS)) scripts/server.sh start
 
 server-stop: ## Stop what make server started
 	scripts/server.sh stop

@@ -15,6 +15,9 @@
 # is ever on a command line (ps shows those) or in a log.
 #
 # Settings (environment): SERVER_DIR, PG_PORT (5433), PORT (5000), MLFLOW (the mlflow command),
+#   WORKERS  the MLflow server's worker processes (4, MLflow's default). Each imports MLflow's
+#            server (about 1.5 s of CPU) and answers requests on threads of its own; on a
+#            machine that also trains, fewer leave it more of the cores (the tests start it with 1).
 #   LISTEN   the address both servers listen on (127.0.0.1). Any other (0.0.0.0, a LAN address)
 #            opens them to other machines, and then only with TLS: PostgreSQL takes the worker
 #            role over TLS only from beyond loopback, and the MLflow server speaks HTTPS only.
@@ -185,7 +188,7 @@ curl_health() {
 
 start_mlflow() {
   if curl_health; then return; fi
-  local options=(--host "$LISTEN" --port "$PORT" --app-name basic-auth)
+  local options=(--host "$LISTEN" --port "$PORT" --app-name basic-auth --workers "${WORKERS:-4}")
   if $OPEN; then
     options+=(--allowed-hosts "$ADDRESS,$ADDRESS:*,localhost:*,127.0.0.1:*"
       --uvicorn-opts "--ssl-keyfile $KEY --ssl-certfile $CERT")
@@ -205,10 +208,10 @@ start_mlflow() {
   echo $! >"$DIR/mlflow.pid"
   umask 022
   say "waiting for mlflow server (a new database takes about a minute to set up)"
-  for _ in $(seq 1 240); do
+  for _ in $(seq 1 1200); do  # every 0.2 s, for 240 s
     curl_health && break
     kill -0 "$(cat "$DIR/mlflow.pid")" 2>/dev/null || fail "mlflow server exited; see $DIR/mlflow.log"
-    sleep 1
+    sleep 0.2
   done
   curl_health || fail "mlflow server did not answer in 240 s; see $DIR/mlflow.log"
 }

@@ -136,9 +136,11 @@ class Server:
 @contextlib.contextmanager
 def started_server(artifact_disk_mb: int | None = None, **settings: str) -> Iterator[Server]:
     """``scripts/server.sh start`` (what ``make server`` runs) on free ports and a fresh folder
-    that the ``postgres`` user can enter, with ``settings`` (LISTEN, ADDRESS) in its environment;
-    stopped and removed afterwards. ``artifact_disk_mb``: the artefacts on a disk of their own
-    of that size (a tmpfs: the tests run as root), which a test may fill."""
+    that the ``postgres`` user can enter, with ``settings`` (LISTEN, ADDRESS, WORKERS) in its
+    environment; stopped and removed afterwards. The MLflow server runs one worker process
+    unless ``settings`` say otherwise: it answers a test's few workers on its threads, and each
+    process more would import MLflow's server again on the cores the tests train on.
+    ``artifact_disk_mb``: the artefacts on a disk of their own of that size (a tmpfs: the tests run as root), which a test may fill."""
     folder = Path(tempfile.mkdtemp(prefix="classify-server-"))
     folder.chmod(0o755)
     if artifact_disk_mb:
@@ -151,6 +153,7 @@ def started_server(artifact_disk_mb: int | None = None, **settings: str) -> Iter
         "PG_PORT": str(free_port()),
         "PORT": str(free_port()),
         "MLFLOW": str(Path(sys.executable).parent / "mlflow"),
+        "WORKERS": "1",
         **settings,
     }
     for name in [name for name in env if name.startswith(("MLFLOW_TRACKING_", "PG"))]:

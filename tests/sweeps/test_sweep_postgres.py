@@ -52,6 +52,18 @@ def test_make_server_prints_what_workers_need(sweep_server):
     assert len(sweep_server.worker["MLFLOW_TRACKING_PASSWORD"]) >= 32
 
 
+def test_the_mlflow_server_runs_as_many_workers_as_it_is_given(sweep_server):
+    """WORKERS=1 (what the tests start): uvicorn answers in its own process, spawning none (MLflow's
+    default, 4, spawns 4 worker processes and a resource tracker)."""
+    group = int((sweep_server.folder / "mlflow.pid").read_text())
+    listed = subprocess.run(
+        ["ps", "-ww", "-o", "args=", "-g", str(group)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(listed) == 2, listed  # `mlflow server` and the uvicorn it starts
+    assert "/mlflow server " in listed[0] and "-m uvicorn " in listed[1], listed
+    assert "--workers 1 " in listed[1], listed
+
+
 def test_a_killed_worker_hands_its_point_to_the_other(
     sweep_server, fixture_data_dir, tmp_path, monkeypatch
 ):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -191,21 +193,43 @@ def imdb_data_dir() -> Path:
     return found
 
 
+def once_per_session(tmp_path_factory, name: str, make):
+    """``make(folder)`` run once in the whole test session, whatever the number of xdist workers:
+    the first worker to ask runs it in ``folder`` (shared by the workers) while the others wait
+    on a lock, and every worker gets its result (pickled beside it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    folder = root / name
+    folder.mkdir(exist_ok=True)
+    kept = folder / "result.pickle"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not kept.exists():
+            result = make(folder)
+            kept.write_bytes(pickle.dumps(result))
+        return pickle.loads(kept.read_bytes())
+
+
 @pytest.fixture(scope="session")
 def smoke_run(imdb_data_dir, tmp_path_factory):
-    """``configs/smoke.yaml`` trained once on the real data into a temporary MLflow store.
+    """``configs/smoke.yaml`` trained once on the real data into a temporary MLflow store (once
+    per test session: the workers share it).
 
     Returns ``(tracking_uri, TrainResult)``; the model is registered as ``imdb-sentiment-smoke``.
     """
-    from classifier.config.schema import load_config
-    from classifier.training.train import train
 
-    uri = f"sqlite:///{tmp_path_factory.mktemp('smoke-mlflow') / 'mlflow.db'}"
-    cfg = load_config(ROOT / "configs" / "smoke.yaml", [f"data.data_dir={imdb_data_dir}"])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", uri)
-        result = train(cfg, echo=lambda line: None)
-    return uri, result
+    def make(folder: Path):
+        from classifier.config.schema import load_config
+        from classifier.training.train import train
+
+        uri = f"sqlite:///{folder / 'mlflow.db'}"
+        cfg = load_config(ROOT / "configs" / "smoke.yaml", [f"data.data_dir={imdb_data_dir}"])
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MLFLOW_TRACKING_URI", uri)
+            return uri, train(cfg, echo=lambda line: None)
+
+    return once_per_session(tmp_path_factory, "smoke-run", make)
 
 
 # --- a tiny trained model, registered in the module's store (predict, registry, explain) -----

@@ -235,13 +235,16 @@ def smoke_run(imdb_data_dir, tmp_path_factory):
 # --- a tiny trained model, registered in the module's store (predict, registry, explain) -----
 
 
-@pytest.fixture(scope="module")
-def trained(store, fixture_data_dir):
-    """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment``."""
+@pytest.fixture(scope="session")
+def trained_store(tmp_path_factory, store_template, fixture_data_dir):
+    """A store holding one run: a tiny encoder trained on the fixture reviews, registered as
+    ``imdb-sentiment``; ``(its mlflow.db, TrainResult)``. Trained once per test process; each
+    module that uses :func:`trained` gets a copy of the store."""
     from classifier.config.schema import load_config
     from classifier.serving.registry import DEFAULT_MODEL_NAME
     from classifier.training.train import train
 
+    uri = empty_store(store_template, tmp_path_factory.mktemp("trained"))
     cfg = load_config(
         None,
         [
@@ -254,7 +257,22 @@ def trained(store, fixture_data_dir):
             "experiment=predict-tests",
         ],
     )
-    return train(cfg, echo=lambda line: None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", uri)
+        result = train(cfg, echo=lambda line: None)
+    return Path(uri.removeprefix("sqlite:///")), result
+
+
+@pytest.fixture(scope="module")
+def trained(store, trained_store):
+    """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment`` in the
+    module's store: a copy of :func:`trained_store`'s, so that what one module registers or
+    moves (another version, an alias) no other module sees. The run's artefacts stay where
+    it wrote them (its experiment's folder, which the copy names); the module's new runs in
+    that experiment write theirs beside them, each in its own run's folder."""
+    database, result = trained_store
+    shutil.copyfile(database, store.removeprefix("sqlite:///"))
+    return result
 
 
 @pytest.fixture(scope="module")

@@ -235,6 +235,9 @@ def smoke_run(imdb_data_dir, tmp_path_factory):
 # --- a tiny trained model, registered in the module's store (predict, registry, explain) -----
 
 
+TRAINED_EXPERIMENT = "predict-tests"
+
+
 @pytest.fixture(scope="session")
 def trained_store(tmp_path_factory, store_template, fixture_data_dir):
     """A store holding one run: a tiny encoder trained on the fixture reviews, registered as
@@ -254,7 +257,7 @@ def trained_store(tmp_path_factory, store_template, fixture_data_dir):
             "train.epochs=4",
             "train.learning_rate=0.01",
             f"train.registered_model={DEFAULT_MODEL_NAME}",
-            "experiment=predict-tests",
+            f"experiment={TRAINED_EXPERIMENT}",
         ],
     )
     with pytest.MonkeyPatch.context() as patch:
@@ -269,9 +272,16 @@ def trained(store, trained_store):
     module's store: a copy of :func:`trained_store`'s, so that what one module registers or
     moves (another version, an alias) no other module sees. The run's artefacts stay where
     it wrote them (its experiment's folder, which the copy names); the module's new runs in
-    that experiment write theirs beside them, each in its own run's folder."""
+    that experiment write theirs beside them, each in its own run's folder. MLflow's tracking
+    and registry URIs and its active experiment are left as training in the module's store
+    leaves them (a test that set them to another store may have run before)."""
+    import mlflow
+
     database, result = trained_store
     shutil.copyfile(database, store.removeprefix("sqlite:///"))
+    mlflow.set_tracking_uri(store)
+    mlflow.set_registry_uri(store)
+    mlflow.set_experiment(TRAINED_EXPERIMENT)
     return result
 
 

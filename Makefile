@@ -53,10 +53,11 @@ PRETRAIN_CONFIG ?= configs/pretrain.yaml
 pretrain: $(STAMP) ## Pretrain the encoder on the unlabelled reviews (PRETRAIN_CONFIG=configs/pretrain.yaml)
 	$(BIN)/classify pretrain --config $(PRETRAIN_CONFIG)
 
-# One test worker per core, at most 4 (each holds its own TensorFlow, about 1 GB).
-TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+# One test worker per core and one more, at most 4 (each holds its own TensorFlow, about 1 GB):
+# the tests wait on servers and subprocesses, and the extra worker fills those waits.
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); echo $$(( n < 4 ? n : 4 )))
 
-test: $(STAMP) ## Run the tests, real-data tests included, a worker per core up to 4 (TEST_JOBS=0: none)
+test: $(STAMP) ## Run the tests, real-data tests included, a worker per core and one more, up to 4 (TEST_JOBS=0: none)
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP) ## Check lint and formatting with ruff

@@ -264,6 +264,9 @@ def test_only_the_projects_output_unless_verbose(fixture_overrides):
     code, stdout, stderr, imported = run_classify("data", *sets)
     assert code == 0 and stdout.startswith("IMDB reviews (TFDS imdb_reviews)")
     assert "classifier.data.pipeline" in imported
+    # The IMDB builder alone: TFDS's registry would import every data set's (0.3 s).
+    assert "tensorflow_datasets.datasets.imdb_reviews.imdb_reviews_dataset_builder" in imported
+    assert "tensorflow_datasets.text" not in imported
     assert stderr == []  # no oneDNN, absl or cpu_feature_guard lines
     for verbose in (["-v"], ["--verbose"]):
         code, _, stderr, _ = run_classify(*verbose, "data", *sets)

@@ -137,11 +137,11 @@ def test_network_check_answers_within_its_timeout(monkeypatch):
 
 
 def fake_failed_download(created: list[Path]):
-    """A ``tfds.load`` that leaves what a real failed download left here, then fails."""
+    """The IMDB builder's ``download_and_prepare`` (what ``tfds.load`` calls to download),
+    leaving what a real failed download left here, then failing."""
 
-    def load(name, *, data_dir, download, **kwargs):
-        assert download, "TFDS must only be asked to download when the network answers"
-        root = Path(data_dir)
+    def download_and_prepare(builder, *args, **kwargs):
+        root = Path(builder.data_dir_root)
         stub = [
             root / "downloads" / "imdb_reviews" / "ai.stanfor.edu_amaas_aclImdb_v1.tar.gz.tmp.1",
             root / "downloads" / "extracted",
@@ -154,13 +154,15 @@ def fake_failed_download(created: list[Path]):
         created.extend(stub)
         raise ConnectionError("Max retries exceeded with url: /~amaas/data/aclImdb_v1.tar.gz")
 
-    return load
+    return download_and_prepare
 
 
 def test_a_failed_download_removes_the_folders_it_made(tmp_path, monkeypatch):
     created: list[Path] = []
     monkeypatch.setattr(imdb_source, "network_available", lambda *a, **k: True, raising=False)
-    monkeypatch.setattr(tfds, "load", fake_failed_download(created))
+    monkeypatch.setattr(
+        imdb_source.imdb_builder_cls(), "download_and_prepare", fake_failed_download(created)
+    )
     missing = tmp_path / "new" / "tfds"
     message, _ = one_line_error(data_cfg(missing, download=True), data.load_unsupervised)
     assert created and "could not be downloaded" in message
@@ -170,7 +172,9 @@ def test_a_failed_download_removes_the_folders_it_made(tmp_path, monkeypatch):
 def test_a_failed_download_keeps_what_was_there_before(tmp_path, monkeypatch):
     created: list[Path] = []
     monkeypatch.setattr(imdb_source, "network_available", lambda *a, **k: True, raising=False)
-    monkeypatch.setattr(tfds, "load", fake_failed_download(created))
+    monkeypatch.setattr(
+        imdb_source.imdb_builder_cls(), "download_and_prepare", fake_failed_download(created)
+    )
     keep = [tmp_path / "notes.txt", tmp_path / "mnist" / "3.0.1", tmp_path / "downloads" / "mnist"]
     keep[0].write_text("mine")
     keep[1].mkdir(parents=True)
@@ -241,10 +245,10 @@ def test_an_unreadable_data_dir_fails_in_one_line(tmp_path, network_calls, no_do
 def test_the_cause_of_a_read_error_is_cut_at_a_word_boundary(
     fixture_data_dir, monkeypatch, network_calls
 ):
-    def failing_load(*args, **kwargs):
+    def failing_read(*args, **kwargs):
         raise OSError("abcdefghij " * 40)  # 160 characters end inside a word
 
-    monkeypatch.setattr(tfds, "load", failing_load)
+    monkeypatch.setattr(imdb_source.imdb_builder_cls(), "as_dataset", failing_read)
     message, _ = one_line_error(data_cfg(fixture_data_dir))
     cause = message.rsplit("(OSError: ", 1)[1].rstrip(")")
     assert cause.endswith("...") and len(cause) <= 160

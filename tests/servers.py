@@ -140,7 +140,8 @@ def started_server(artifact_disk_mb: int | None = None, **settings: str) -> Iter
     environment; stopped and removed afterwards. The MLflow server runs one worker process
     unless ``settings`` say otherwise: it answers a test's few workers on its threads, and each
     process more would import MLflow's server again on the cores the tests train on.
-    ``artifact_disk_mb``: the artefacts on a disk of their own of that size (a tmpfs: the tests run as root), which a test may fill."""
+    ``artifact_disk_mb``: the artefacts on a disk of their own of that size (a tmpfs: the
+    tests run as root), which a test may fill."""
     folder = Path(tempfile.mkdtemp(prefix="classify-server-"))
     folder.chmod(0o755)
     if artifact_disk_mb:

@@ -244,6 +244,7 @@ def trained_store(tmp_path_factory, store_template, fixture_data_dir):
     ``imdb-sentiment``; ``(its mlflow.db, TrainResult)``. Trained once per test process; each
     module that uses :func:`trained` gets a copy of the store."""
     from classifier.config.schema import load_config
+    from classifier.runs.store_paths import sqlite_path
     from classifier.serving.registry import DEFAULT_MODEL_NAME
     from classifier.training.train import train
 
@@ -263,7 +264,7 @@ def trained_store(tmp_path_factory, store_template, fixture_data_dir):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_TRACKING_URI", uri)
         result = train(cfg, echo=lambda line: None)
-    return Path(uri.removeprefix("sqlite:///")), result
+    return sqlite_path(uri), result
 
 
 @pytest.fixture(scope="module")
@@ -277,8 +278,10 @@ def trained(store, trained_store):
     leaves them (a test that set them to another store may have run before)."""
     import mlflow
 
+    from classifier.runs.store_paths import sqlite_path
+
     database, result = trained_store
-    shutil.copyfile(database, store.removeprefix("sqlite:///"))
+    shutil.copyfile(database, sqlite_path(store))
     mlflow.set_tracking_uri(store)
     mlflow.set_registry_uri(store)
     mlflow.set_experiment(TRAINED_EXPERIMENT)

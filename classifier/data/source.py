@@ -279,7 +279,7 @@ def tfds_load(split: str | list[str], cfg: DataConfig, **kwargs):
     try:
         with contextlib.nullcontext() if prepared else _cleaned_up_on_failure(data_dir):
             builder = imdb_builder_cls()(data_dir=str(data_dir))
-            if not prepared and not builder.is_prepared():
+            if not prepared:  # check_prepared found no copy, and a download may run
                 builder.download_and_prepare()
             return builder.as_dataset(split=split, **kwargs)
     except Exception as error:  # TFDS raises AssertionError, OSError or download errors

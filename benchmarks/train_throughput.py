@@ -18,16 +18,20 @@ epoch, no validation), median over epochs 2..N (epoch 1 traces the graph). Both 
 evaluated on the test reviews. ``--ablation`` adds ours without length buckets (ids padded to
 ``sequence_length``), which isolates what the buckets bring from what our layers cost.
 
-The bags of n-grams (``bow``, ``nbow``) have no tutorial counterpart; their table sets the recipe
-of their config (``configs/variants/NAME.yaml``) beside the batches of 256 at Adam 0.01 that
-``nbow`` used until 2026-11-26, in the same way: both interleaved, an epoch each in turn, the
-same reviews, ``classify train``'s pipeline and model (NB ratios or idf from the training
-reviews), median of epochs 2..N, then test accuracy.
+The bags of n-grams (``bow``, ``nbow``, ``nbow_attention``) have no tutorial counterpart; their
+table sets the recipe of their config (``configs/variants/NAME.yaml``) beside the batches of 256
+at Adam 0.01 that ``nbow`` used until 2026-11-26, in the same way: both interleaved, an epoch
+each in turn, the same reviews, ``classify train``'s pipeline and model (NB ratios or idf from
+the training reviews), median of epochs 2..N, then test accuracy. ``nbow_attention`` also
+trains its attention reader alone (the same layers and batches, on token ids, without the
+n-gram branch), so that a second table can give the n-gram branch's share of an epoch: the
+epoch less the reader's.
 
 Usage:
     python benchmarks/train_throughput.py              # full data: 15,000 train / 25,000 test, 4 epochs
     python benchmarks/train_throughput.py --quick      # 4,000 / 2,000 reviews, 3 epochs (minutes)
     python benchmarks/train_throughput.py --variants attention,encoder --ablation
+    python benchmarks/train_throughput.py --variants "" --ngram-variants nbow,bow,nbow_attention
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from classifier.data.pipeline import (  # noqa: E402
 from classifier.errors import DataNotFoundError  # noqa: E402
 from classifier.models.classifier import build_classifier  # noqa: E402
 from classifier.training.build import new_model  # noqa: E402
-from classifier.training.ngram_features import fit_inputs  # noqa: E402
+from classifier.training.ngram_features import fit_inputs, reader  # noqa: E402
 
 SEED = 0
 VARIANT_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "variants"
@@ -316,6 +320,10 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
         runs.append(
             (name, label, pipeline_contender(name, model, data, cfg if as_classify else None))
         )
+    if reader(model) is not None:  # the reader alone, on the recipe's token-id batches
+        keras.utils.set_random_seed(SEED)
+        alone = reader_alone(new_model(cfg, data.train))
+        runs.append(("reader", label, pipeline_contender("reader", alone, data)))
     for epoch in range(epochs):
         for _, _, run in runs:
             run.fit_epoch(epoch)
@@ -325,8 +333,21 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
     row = {"variant": variant}
     for name, label, run in runs:
         seconds = statistics.median(run.timer.seconds[1:])
-        row[name] = {"label": label, "rate": reviews / seconds, "accuracy": run.evaluate()}
+        row[name] = {
+            "label": label,
+            "seconds": seconds,
+            "rate": reviews / seconds,
+            "accuracy": run.evaluate(),
+        }
     return row
+
+
+def reader_alone(model: keras.Model) -> keras.Model:
+    """``nbow_attention``'s attention reader and softmax head without its n-gram branch, its
+    layers those of ``model`` and compiled as it is."""
+    alone = keras.Model(model.input, model.get_layer("head")(reader(model).output))
+    alone.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])
+    return alone
 
 
 def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
@@ -348,6 +369,25 @@ def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
             f"{recipe['rate'] / before['rate']:.2f}x | {before['accuracy']:.4f} | "
             f"{ids['accuracy']:.4f} | {recipe['accuracy']:.4f} |"
         )
+    branched = [row for row in rows if "reader" in row]
+    if not branched:
+        return
+    print(
+        "\n### The n-gram branch's share of an epoch: the epoch less that of the attention "
+        "reader alone (the same batches on token ids)\n"
+    )
+    print("| variant | reader alone (s) | epoch before (s) | n-gram branch before (s) | "
+          "epoch recipe (s) | n-gram branch recipe (s) | branch before / recipe |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for row in branched:
+        reader_s, before_s, recipe_s = (
+            row[name]["seconds"] for name in ("reader", "before", "recipe")
+        )
+        before_branch, recipe_branch = before_s - reader_s, recipe_s - reader_s
+        print(
+            f"| {row['variant']} | {reader_s:.2f} | {before_s:.2f} | {before_branch:.2f} | "
+            f"{recipe_s:.2f} | {recipe_branch:.2f} | {before_branch / recipe_branch:.2f}x |"
+        )
 
 
 def main() -> None:
@@ -364,7 +404,7 @@ def main() -> None:
     variants = [name for name in args.variants.split(",") if name]
     ngram_variants = [name for name in args.ngram_variants.split(",") if name]
     unknown = sorted(set(variants) - set(ATTENTION_VARIANTS)) + sorted(
-        set(ngram_variants) - {"bow", "nbow"}
+        set(ngram_variants) - {"bow", "nbow", "nbow_attention"}
     )
     if unknown or epochs < 2:
         parser.error(f"unknown variant {unknown[0]!r}" if unknown else "--epochs must be >= 2")

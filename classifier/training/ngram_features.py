@@ -1,4 +1,5 @@
-"""``bow`` and ``nbow`` train on each review's n-gram features, computed once per split.
+"""``bow``, ``nbow`` and ``nbow_attention`` train on each review's n-gram features, computed
+once per split.
 
 A bag-of-n-grams classifier (its ``bag`` layer, :class:`~classifier.layers.ngrams.BagOfNgrams`,
 on the token ids, then the softmax ``head``) turns every review of every batch into hashed
@@ -8,15 +9,20 @@ trains: the ids are the review's and the scales are set before training. :func:`
 computes each review's distinct features and their values once per split, and ``model.fit``
 trains a :class:`NgramView` on them: the classifier's own ``bag`` and ``head`` layers (the same
 kernel and bias variables, L2 penalty included) behind another input, compiled with the
-classifier's own optimizer. What is checkpointed, saved, exported and evaluated is the classifier
-on token ids, trained by it.
+classifier's own optimizer. ``nbow_attention`` adds its attention reader: the view also takes
+each review's first :data:`~classifier.models.classifier.READER_LENGTH` token ids and runs the
+classifier's own reader layers on them, so only the n-gram branch changes how it computes. What is
+checkpointed, saved, exported and evaluated is the classifier on token ids, trained by it.
 
 A batch holds its reviews' features end to end, without padding (the token-id batches are
 padded to their longest review, and each review's 3T n-gram slots to those of the batch's
 longest), so it needs no length buckets: ``data.batch_size`` reviews drawn at random, reshuffled
-every epoch with the run's seed. Every other variant trains on the ids as before, and so does a
-bag of n-grams on more than :data:`MAX_REVIEWS_IN_MEMORY` reviews (a labelled file of millions of
-rows, whose token ids are cached on disk so that memory does not grow with the file).
+every epoch with the run's seed. A reader's batches are padded to their longest review and its
+attention costs the square of that, so they keep ``data.bucket_by_length``'s buckets: the
+batches of the token-id pipeline, review for review (the same seeded shuffle, then the same
+buckets). Every other variant trains on the ids as before, and so does a bag of n-grams on more
+than :data:`MAX_REVIEWS_IN_MEMORY` reviews (a labelled file of millions of rows, whose token ids
+are cached on disk so that memory does not grow with the file).
 
 Example (inside a run: ``model`` compiled, ``data`` its pipelines)::
 
@@ -26,12 +32,16 @@ Example (inside a run: ``model`` compiled, ``data`` its pipelines)::
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from classifier.config.schema import DataConfig
-from classifier.data.batching import as_written
+from classifier.data.batching import as_written, length_buckets
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
+from classifier.models.classifier import READER_LENGTH
 from classifier.runs.lifecycle import built_for_fit
 
 #: The most reviews (training and validation together, counted as their batches times the batch
@@ -41,14 +51,24 @@ MAX_REVIEWS_IN_MEMORY = 100_000
 
 def ngram_bag(model: keras.Model) -> BagOfNgrams | None:
     """The ``bag`` of a classifier that is a bag of n-grams and its head alone (``bow``,
-    ``nbow``), else None (``nbow_attention`` reads the ids elsewhere too)."""
+    ``nbow``) or with an attention reader (``nbow_attention``), else None."""
     layers = {layer.name: layer for layer in model.layers}
     if not isinstance(layers.get("bag"), BagOfNgrams):
         return None
     others = {
         name for name, layer in layers.items() if not isinstance(layer, keras.layers.InputLayer)
     }
-    return layers["bag"] if others == {"bag", "head"} else None
+    return layers["bag"] if others == {"bag", "head"} or reader(model) else None
+
+
+def reader(model: keras.Model) -> keras.Model | None:
+    """``nbow_attention``'s attention branch as a model of its own: the classifier's layers
+    from the token ids to the branch's logits (layer ``attention_logits``, which layer
+    ``fused_logits`` adds to the bag's); None for a classifier without one."""
+    names = {layer.name for layer in model.layers}
+    if not {"bag", "attention_logits", "fused_logits"} <= names:
+        return None
+    return keras.Model(model.input, model.get_layer("attention_logits").output)
 
 
 class NgramView(keras.Model):
@@ -58,14 +78,18 @@ class NgramView(keras.Model):
     the length of its first input). It computes what the classifier's ``bag`` computes after
     :meth:`~classifier.layers.ngrams.BagOfNgrams.feature_values` (each review's values times
     their kernel rows, summed, plus the bias) without padding and with the same variables, then
-    the classifier's ``head``: the very layer objects, not copies."""
+    the classifier's ``head``: the very layer objects, not copies. A classifier with a
+    :func:`reader` takes a fourth input, the reviews' first token ids (B, T <= READER_LENGTH),
+    and adds the reader's logits to the bag's with its own ``fused_logits`` layer."""
 
     def __init__(self, classifier: keras.Model):
         super().__init__(name=f"{classifier.name}_on_ngram_features")
         self.bag, self.head = classifier.get_layer("bag"), classifier.get_layer("head")
+        self.reader = reader(classifier)
+        self.fuse = classifier.get_layer("fused_logits") if self.reader else None
 
-    def call(self, inputs):
-        row_lengths, features, values = inputs
+    def call(self, inputs, training=None):
+        row_lengths, features, values = inputs[:3]
         rows = rows_with_dense_gradient(self.bag.kernel, features)  # (N, outputs)
         if len(values.shape) == 1:
             values = values[:, None]
@@ -73,7 +97,10 @@ class NgramView(keras.Model):
         of_review = tf.repeat(tf.range(reviews), row_lengths)  # ascending
         summed = tf.math.segment_sum(rows * values, of_review)  # a row up to the last review
         summed = tf.pad(summed, [[0, reviews - tf.shape(summed, out_type=tf.int64)[0]], [0, 0]])
-        return self.head(summed + self.bag.bias)  # trailing reviews without a feature: 0 + bias
+        logits = summed + self.bag.bias  # trailing reviews without a feature: 0 + bias
+        if self.reader is not None:
+            logits = self.fuse([logits, self.reader(inputs[3], training=training)])
+        return self.head(logits)
 
 
 def rows_with_dense_gradient(table, ids):
@@ -112,11 +139,17 @@ def fit_inputs(
     unknown = min(counts) < 0  # tf.data's UNKNOWN or INFINITE cardinality
     if bag is None or unknown or sum(counts) * data.batch_size > MAX_REVIEWS_IN_MEMORY:
         return built_for_fit(model, train), train, validation
+    # The optimizer's moments in the classifier's order, not the view's: model.keras saves
+    # them by position, and loading builds them from the classifier's variables.
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
     view = NgramView(model)
     view.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])
+    read = READER_LENGTH if view.reader else 0
+    boundaries = length_buckets(data.sequence_length) if read and data.bucket_by_length else None
 
     def batches(split: tf.data.Dataset, shuffle_seed: int | None) -> tf.data.Dataset:
-        return feature_batches(split, bag, data.batch_size, shuffle_seed)
+        return feature_batches(split, bag, data.batch_size, shuffle_seed, read, boundaries)
 
     train = batches(train, seed)
     return (
@@ -127,32 +160,66 @@ def fit_inputs(
 
 
 def feature_batches(
-    id_batches: tf.data.Dataset, bag: BagOfNgrams, batch_size: int, shuffle_seed: int | None = None
+    id_batches: tf.data.Dataset,
+    bag: BagOfNgrams,
+    batch_size: int,
+    shuffle_seed: int | None = None,
+    read: int = 0,
+    boundaries: list[int] | None = None,
 ) -> tf.data.Dataset:
     """``((row_lengths, features, values), labels)`` batches (:class:`NgramView`'s inputs) of
     the reviews in ``(ids, labels)`` batches: each review's distinct features computed once and
     held in memory; batches of ``batch_size`` reviews, with ``shuffle_seed`` reshuffled every
-    epoch. No padding, so no length buckets either: a batch is any ``batch_size`` reviews."""
-    features, values, labels = distinct_features(id_batches, bag)
+    epoch. No padding, so no length buckets either: a batch is any ``batch_size`` reviews.
+
+    With ``read`` > 0 the inputs also hold each review's first ``read`` token ids, padded to
+    the batch's longest (``(row_lengths, features, values, ids)``); with ``boundaries`` a batch
+    holds reviews whose length falls in one bucket, as
+    :func:`~classifier.data.batching.vectorize` batches them."""
+    features, values, labels, lengths, first_ids = distinct_features(id_batches, bag, read)
 
     @as_written
     def batch(numbers):
         chosen = tf.gather(features, numbers)
         inputs = (chosen.row_lengths(), chosen.flat_values, tf.gather(values, numbers).flat_values)
+        if read:
+            inputs = (*inputs, tf.gather(first_ids, numbers).to_tensor())
         return inputs, tf.gather(labels, numbers)
 
-    reviews = tf.data.Dataset.range(int(labels.shape[0]))
+    numbers = tf.data.Dataset.range(int(labels.shape[0]))
     if shuffle_seed is not None:
-        reviews = reviews.shuffle(len(reviews), seed=shuffle_seed, reshuffle_each_iteration=True)
-    return reviews.batch(batch_size).map(batch).prefetch(tf.data.AUTOTUNE)
+        numbers = numbers.shuffle(len(numbers), seed=shuffle_seed, reshuffle_each_iteration=True)
+    if boundaries is None:
+        return numbers.batch(batch_size).map(batch).prefetch(tf.data.AUTOTUNE)
+    per_bucket = np.bincount(np.searchsorted(boundaries, lengths.numpy(), side="right"))
+    batches = int(np.sum(-(-per_bucket // batch_size)))  # as vectorize counts them
+    return (
+        numbers.bucket_by_sequence_length(
+            lambda number: tf.gather(lengths, number),
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+        )
+        .apply(tf.data.experimental.assert_cardinality(batches))
+        .map(batch)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
 
-def distinct_features(
-    id_batches: tf.data.Dataset, bag: BagOfNgrams
-) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.Tensor]:
+class Reviews(NamedTuple):
+    """:func:`distinct_features`' result: one row per review, in the order read."""
+
+    features: tf.RaggedTensor  # its distinct feature ids (int32), ascending
+    values: tf.RaggedTensor  # their values: (n,) or (n, K) a review
+    labels: tf.Tensor
+    lengths: tf.Tensor  # int32: its ids before the padding (at least 1), what vectorize buckets
+    first_ids: tf.RaggedTensor | None  # its first ``read`` ids (int64), or None
+
+
+def distinct_features(id_batches: tf.data.Dataset, bag: BagOfNgrams, read: int = 0) -> Reviews:
     """Every review's distinct features (int32, ascending) and their values, as
-    :meth:`~classifier.layers.ngrams.BagOfNgrams.feature_values` gives them, one ragged row per
-    review, and the labels, over ``(ids, labels)`` batches."""
+    :meth:`~classifier.layers.ngrams.BagOfNgrams.feature_values` gives them, its label and
+    length, over ``(ids, labels)`` batches; with ``read`` > 0 also its first ``read`` ids (a
+    review of nothing but padding reads one 0, as its token-id batch holds it)."""
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)], autograph=False)
     def of_batch(ids):
@@ -160,11 +227,22 @@ def distinct_features(
         present = first_occurrences(features)
         values = bag.values_of(features, present)
         keep = present > 0
+        lengths = tf.maximum(tf.math.count_nonzero(ids, axis=1, dtype=tf.int32), 1)
+        first_ids = tf.RaggedTensor.from_tensor(
+            ids[:, : max(read, 1)], lengths=tf.minimum(lengths, max(read, 1))
+        )
         return (
             tf.ragged.boolean_mask(tf.cast(features, tf.int32), keep),
             tf.ragged.boolean_mask(values, keep),
+            lengths,
+            first_ids,
         )
 
-    parts = [(*of_batch(ids), tf.convert_to_tensor(labels)) for ids, labels in id_batches]
-    features, values, labels = zip(*parts, strict=True)
-    return tf.concat(features, axis=0), tf.concat(values, axis=0), tf.concat(labels, axis=0)
+    parts = []
+    for ids, labels in id_batches:
+        features, values, lengths, first_ids = of_batch(ids)
+        parts.append((features, values, tf.convert_to_tensor(labels), lengths, first_ids))
+    features, values, labels, lengths, first_ids = (
+        tf.concat(part, axis=0) for part in zip(*parts, strict=True)
+    )
+    return Reviews(features, values, labels, lengths, first_ids if read else None)

@@ -1,8 +1,11 @@
-"""``bow`` and ``nbow`` train on their n-gram features computed once: the view over them gives
-the classifier's probabilities, loss and gradients, training it trains the classifier (whose
-checkpoint keeps the optimizer's state), and its batches hold every review once an epoch."""
+"""``bow``, ``nbow`` and ``nbow_attention`` train on their n-gram features computed once: the
+view over them gives the classifier's probabilities, loss and gradients, training it trains the
+classifier (whose checkpoint keeps the optimizer's state), and its batches hold every review once
+an epoch (a reader's in the token-id pipeline's length buckets)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import keras
 import numpy as np
@@ -10,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from classifier.config.schema import DataConfig, ModelConfig
+from classifier.data.batching import length_buckets
 from classifier.models.classifier import build_classifier
 from classifier.training import ngram_features
 from classifier.training.ngram_features import (
@@ -24,7 +28,7 @@ VOCAB, LENGTH, BUCKETS = 40, 16, 64
 
 def classifier(variant: str, classes: int = 2, seed: int = 0) -> keras.Model:
     """A compiled ``variant`` with random (non-zero) scales and kernel, and an L2 penalty."""
-    cfg = ModelConfig(variant=variant, ngram_buckets=BUCKETS, l2=0.01)
+    cfg = ModelConfig(variant=variant, ngram_buckets=BUCKETS, l2=0.01, embed_dim=8)
     model = build_classifier(cfg, VOCAB, LENGTH, classes)
     bag = model.get_layer("bag")
     rng = np.random.default_rng(seed)
@@ -48,31 +52,44 @@ def token_ids(reviews: int, seed: int = 0) -> np.ndarray:
     return ids
 
 
-def loss_and_kernel_gradient(model, inputs, labels, kernel):
+def loss_and_gradients(model, inputs, labels, weights):
     """The model's probabilities, its compiled loss (L2 penalty included) and the loss's
-    gradient with respect to ``kernel``."""
+    gradient with respect to each of ``weights``."""
     with tf.GradientTape() as tape:
         probabilities = model(inputs)
         loss = model.compute_loss(y=labels, y_pred=probabilities)
-    return probabilities, loss, tf.convert_to_tensor(tape.gradient(loss, kernel))
+    gradients = [tf.convert_to_tensor(g) for g in tape.gradient(loss, weights)]
+    return probabilities, loss, *gradients
 
 
-@pytest.mark.parametrize(("variant", "classes"), [("bow", 2), ("nbow", 2), ("nbow", 3)])
+@pytest.mark.parametrize(
+    ("variant", "classes"), [("bow", 2), ("nbow", 2), ("nbow", 3), ("nbow_attention", 3)]
+)
 def test_the_view_gives_the_classifiers_probabilities_loss_and_gradient(variant, classes):
     model = classifier(variant, classes)
     ids = token_ids(6)
     labels = np.arange(6) % classes
-    features, values, read_labels = distinct_features([(ids, labels)], model.get_layer("bag"))
-    assert read_labels.numpy().tolist() == labels.tolist()
-    for row, review in zip(features.to_list(), ids, strict=True):  # each n-gram once, sorted
+    read = 5 if variant == "nbow_attention" else 0  # the reader's first 5 ids, for the test
+    if read:
+        ids[:, read:] = 0  # reviews the reader reads whole, as the classifier reads them
+    reviews = distinct_features([(ids, labels)], model.get_layer("bag"), read)
+    assert reviews.labels.numpy().tolist() == labels.tolist()
+    assert reviews.lengths.numpy().tolist() == np.count_nonzero(ids, axis=1).tolist()
+    for row, review in zip(reviews.features.to_list(), ids, strict=True):  # n-grams once, sorted
         assert row == sorted(set(row)) and 0 not in row and len(row) < 3 * np.count_nonzero(review)
     view = NgramView(model)
+    assert (view.reader is None) == (variant != "nbow_attention")
     view.compile(loss=model.loss)
-    kernel = model.get_layer("bag").kernel
-    expected = loss_and_kernel_gradient(model, ids, labels, kernel)
-    inputs = (features.row_lengths(), features.flat_values, values.flat_values)
-    actual = loss_and_kernel_gradient(view, inputs, labels, kernel)
-    assert float(np.std(expected[2])) > 1e-3  # a gradient worth comparing
+    weights = model.trainable_weights
+    assert len(weights) == (2 if variant != "nbow_attention" else 5)  # 3: embedding, dense
+    expected = loss_and_gradients(model, ids, labels, weights)
+    inputs = (reviews.features.row_lengths(), reviews.features.flat_values)
+    inputs = (*inputs, reviews.values.flat_values)
+    if read:
+        inputs = (*inputs, reviews.first_ids.to_tensor())
+        assert inputs[-1].shape == (6, read)
+    actual = loss_and_gradients(view, inputs, labels, weights)
+    assert float(np.std(expected[2])) > 1e-3  # a kernel gradient worth comparing
     for want, got in zip(expected, actual, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     cross_entropy = keras.losses.sparse_categorical_crossentropy(labels, actual[0])
@@ -83,8 +100,11 @@ def id_batches(ids: np.ndarray, labels: np.ndarray, batch_size: int = 8) -> tf.d
     return tf.data.Dataset.from_tensor_slices((ids, labels)).batch(batch_size)
 
 
-def test_training_the_view_trains_the_classifier_and_its_checkpoint_keeps_the_moments(tmp_path):
-    model = classifier("nbow")
+@pytest.mark.parametrize("variant", ["nbow", "nbow_attention"])
+def test_training_the_view_trains_the_classifier_and_its_checkpoint_keeps_the_moments(
+    variant, tmp_path
+):
+    model = classifier(variant)
     ids, labels = token_ids(40), np.arange(40) % 2
     kernel = np.array(model.get_layer("bag").kernel)
     data = DataConfig(batch_size=8, sequence_length=LENGTH)
@@ -165,7 +185,7 @@ def test_every_review_once_an_epoch_reshuffled_and_a_review_without_features():
     numbers = np.arange(50)  # the "labels" are the reviews' numbers
     bag = model.get_layer("bag")
     batches = feature_batches(id_batches(ids, numbers), bag, 8, shuffle_seed=7)
-    features, values, _ = distinct_features(id_batches(ids, numbers), bag)
+    features, values, *_ = distinct_features(id_batches(ids, numbers), bag)
     epochs = []
     for _ in range(2):
         seen = []
@@ -187,3 +207,36 @@ def test_every_review_once_an_epoch_reshuffled_and_a_review_without_features():
         np.testing.assert_allclose(
             view(inputs).numpy(), model(ids[order]).numpy(), rtol=1e-5, atol=1e-6
         )
+
+
+def test_a_readers_batches_hold_each_review_once_in_the_buckets_of_its_length():
+    model = classifier("nbow_attention")
+    ids = token_ids(60, seed=4)
+    numbers = np.arange(60)
+    bag = model.get_layer("bag")
+    data = DataConfig(batch_size=4, sequence_length=LENGTH)  # buckets [3, 5, ..., 15]: 8
+    boundaries = [3, 5, 7, 9, 11, 13, 15]
+    batches = feature_batches(id_batches(ids, numbers), bag, 4, 7, read=6, boundaries=boundaries)
+    per_bucket = np.bincount(np.searchsorted(boundaries, np.count_nonzero(ids, axis=1), "right"))
+    assert int(batches.cardinality()) == int(np.sum(-(-per_bucket // 4)))
+    seen = []
+    for (row_lengths, flat, _, first_ids), labels in batches:
+        chosen = labels.numpy()
+        lengths = np.count_nonzero(ids[chosen], axis=1)
+        assert len(set(np.searchsorted(boundaries, lengths, "right"))) == 1  # one bucket
+        assert first_ids.shape == (len(chosen), min(6, lengths.max()))
+        np.testing.assert_array_equal(first_ids, ids[chosen, : first_ids.shape[1]])
+        assert int(np.sum(row_lengths)) == len(flat)
+        seen.extend(chosen.tolist())
+    assert sorted(seen) == list(range(60))
+    # classify train batches nbow_attention's reviews in vectorize's buckets (those above).
+    assert length_buckets(LENGTH) == boundaries
+    view, train, _ = fit_inputs(model, id_batches(ids, numbers), None, data, 1)
+    assert view.reader is not None and int(train.cardinality()) == int(batches.cardinality())
+    for (*_, first_ids), labels in train:
+        lengths = np.count_nonzero(ids[labels.numpy()], axis=1)
+        assert len(set(np.searchsorted(boundaries, lengths, "right"))) == 1
+        assert first_ids.dtype == tf.int64 and first_ids.shape[1] == lengths.max()
+    unbucketed = dataclasses.replace(data, bucket_by_length=False)
+    _, train, _ = fit_inputs(model, id_batches(ids, numbers), None, unbucketed, 1)
+    assert int(train.cardinality()) == 15  # any 4 reviews a batch

@@ -23,9 +23,9 @@ table sets the recipe of their config (``configs/variants/NAME.yaml``) beside th
 at Adam 0.01 that ``nbow`` used until 2026-11-26, in the same way: both interleaved, an epoch
 each in turn, the same reviews, ``classify train``'s pipeline and model (NB ratios or idf from
 the training reviews), median of epochs 2..N, then test accuracy. ``nbow_attention`` also
-trains its attention reader alone (the same layers and batches, on token ids, without the
-n-gram branch), so that a second table can give the n-gram branch's share of an epoch: the
-epoch less the reader's.
+trains its attention reader alone (the same layers, on token ids, without the n-gram branch),
+in the batches of "before" and of the recipe, so that a second table can give the n-gram
+branch's share of an epoch: the epoch less the reader's in the same batches.
 
 Usage:
     python benchmarks/train_throughput.py              # full data: 15,000 train / 25,000 test, 4 epochs
@@ -292,9 +292,13 @@ def benchmark(variant: str, overrides: list[str], epochs: int, ablation: bool, c
     return row
 
 
-#: What the n-gram rows set the config's recipe beside: ``nbow``'s until 2026-11-26 (batches of
-#: 256 on token ids). ``bow``'s recipe has not changed: its "before" is its recipe on token ids.
-BEFORE = {"nbow": {"data.batch_size": 256, "train.learning_rate": 0.01}}
+#: What the n-gram rows set the config's recipe beside: ``nbow``'s and ``nbow_attention``'s until
+#: 2026-11-26 (batches of 256 at Adam 0.01 on token ids). ``bow``'s recipe has not changed: its
+#: "before" is its recipe on token ids.
+BEFORE = {
+    name: {"data.batch_size": 256, "train.learning_rate": 0.01}
+    for name in ("nbow", "nbow_attention")
+}
 
 
 def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
@@ -302,12 +306,13 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
     :data:`BEFORE` on token ids, interleaved: training reviews/s and test accuracy of each."""
     runs = []
     raw = vectorizer = None
-    ngram_runs = (
-        ("before", BEFORE.get(variant, {}), False),  # the product until 2026-11-26, on token ids
-        ("ids", {}, False),  # the recipe's batches, on token ids
-        ("recipe", {}, True),  # the recipe as `classify train` trains it: on features, once
-    )
-    for name, settings, as_classify in ngram_runs:
+    before = BEFORE.get(variant, {})
+    ngram_runs = [  # name, settings, trained as classify trains it, the reader alone
+        ("before", before, False, False),  # the product until 2026-11-26, on token ids
+        ("ids", {}, False, False),  # the recipe's batches, on token ids
+        ("recipe", {}, True, False),  # the recipe as `classify train` trains it: on features
+    ]
+    for name, settings, as_classify, alone in ngram_runs:  # grows by the reader's runs
         extra = [f"{key}={value}" for key, value in settings.items()]
         cfg = load_config(VARIANT_CONFIGS / f"{variant}.yaml", [*overrides, *extra])
         if raw is None:
@@ -316,14 +321,14 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int) -> dict:
         data = make_datasets(cfg.data, raw, vectorizer, seed=SEED)
         keras.utils.set_random_seed(SEED)
         model = new_model(cfg, data.train)  # the NB ratios (or idf) from the training reviews
+        if not runs and reader(model) is not None:  # and its reader alone, at both batches
+            ngram_runs += [("reader before", before, False, True), ("reader", {}, False, True)]
+        if alone:
+            model = reader_alone(model)
         label = f"{cfg.data.batch_size} at {cfg.train.learning_rate:g}"
         runs.append(
             (name, label, pipeline_contender(name, model, data, cfg if as_classify else None))
         )
-    if reader(model) is not None:  # the reader alone, on the recipe's token-id batches
-        keras.utils.set_random_seed(SEED)
-        alone = reader_alone(new_model(cfg, data.train))
-        runs.append(("reader", label, pipeline_contender("reader", alone, data)))
     for epoch in range(epochs):
         for _, _, run in runs:
             run.fit_epoch(epoch)
@@ -374,19 +379,20 @@ def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
         return
     print(
         "\n### The n-gram branch's share of an epoch: the epoch less that of the attention "
-        "reader alone (the same batches on token ids)\n"
+        "reader alone (the same layers and batches on token ids, without the n-gram branch)\n"
     )
-    print("| variant | reader alone (s) | epoch before (s) | n-gram branch before (s) | "
-          "epoch recipe (s) | n-gram branch recipe (s) | branch before / recipe |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| variant | before: epoch (s) | reader alone (s) | n-gram branch (s) | "
+          "recipe: epoch (s) | reader alone (s) | n-gram branch (s) | "
+          "branch before / recipe |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in branched:
-        reader_s, before_s, recipe_s = (
-            row[name]["seconds"] for name in ("reader", "before", "recipe")
+        before, reader_before, recipe, reader = (
+            row[name]["seconds"] for name in ("before", "reader before", "recipe", "reader")
         )
-        before_branch, recipe_branch = before_s - reader_s, recipe_s - reader_s
+        branch_before, branch = before - reader_before, recipe - reader
         print(
-            f"| {row['variant']} | {reader_s:.2f} | {before_s:.2f} | {before_branch:.2f} | "
-            f"{recipe_s:.2f} | {recipe_branch:.2f} | {before_branch / recipe_branch:.2f}x |"
+            f"| {row['variant']} | {before:.2f} | {reader_before:.2f} | {branch_before:.2f} | "
+            f"{recipe:.2f} | {reader:.2f} | {branch:.2f} | {branch_before / branch:.2f}x |"
         )
 
 

@@ -49,6 +49,10 @@ from classifier.runs.lifecycle import built_for_fit
 MAX_REVIEWS_IN_MEMORY = 100_000
 
 
+#: The layers of ``nbow_attention`` that end its attention reader and add its logits to the bag's.
+READER_LAYERS = {"attention_logits", "fused_logits"}
+
+
 def ngram_bag(model: keras.Model) -> BagOfNgrams | None:
     """The ``bag`` of a classifier that is a bag of n-grams and its head alone (``bow``,
     ``nbow``) or with an attention reader (``nbow_attention``), else None."""
@@ -58,15 +62,14 @@ def ngram_bag(model: keras.Model) -> BagOfNgrams | None:
     others = {
         name for name, layer in layers.items() if not isinstance(layer, keras.layers.InputLayer)
     }
-    return layers["bag"] if others == {"bag", "head"} or reader(model) else None
+    return layers["bag"] if others == {"bag", "head"} or others >= READER_LAYERS else None
 
 
 def reader(model: keras.Model) -> keras.Model | None:
     """``nbow_attention``'s attention branch as a model of its own: the classifier's layers
     from the token ids to the branch's logits (layer ``attention_logits``, which layer
     ``fused_logits`` adds to the bag's); None for a classifier without one."""
-    names = {layer.name for layer in model.layers}
-    if not {"bag", "attention_logits", "fused_logits"} <= names:
+    if not {"bag", *READER_LAYERS} <= {layer.name for layer in model.layers}:
         return None
     return keras.Model(model.input, model.get_layer("attention_logits").output)
 

@@ -11,18 +11,19 @@ trains a :class:`NgramView` on them: the classifier's own ``bag`` and ``head`` l
 kernel and bias variables, L2 penalty included) behind another input, compiled with the
 classifier's own optimizer. ``nbow_attention`` adds its attention reader: the view also takes
 each review's first :data:`~classifier.models.classifier.READER_LENGTH` token ids and runs the
-classifier's own reader layers on them, so only the n-gram branch changes how it computes. What is
-checkpointed, saved, exported and evaluated is the classifier on token ids, trained by it.
+classifier's own reader layers on them, so only the n-gram branch changes how it computes.
+What is checkpointed, saved, exported and evaluated is the classifier on token ids, trained by
+it.
 
 A batch holds its reviews' features end to end, without padding (the token-id batches are
 padded to their longest review, and each review's 3T n-gram slots to those of the batch's
 longest), so it needs no length buckets: ``data.batch_size`` reviews drawn at random, reshuffled
-every epoch with the run's seed. A reader's batches are padded to their longest review and its
-attention costs the square of that, so they keep ``data.bucket_by_length``'s buckets: the
-batches of the token-id pipeline, review for review (the same seeded shuffle, then the same
-buckets). Every other variant trains on the ids as before, and so does a bag of n-grams on more
-than :data:`MAX_REVIEWS_IN_MEMORY` reviews (a labelled file of millions of rows, whose token ids
-are cached on disk so that memory does not grow with the file).
+every epoch with the run's seed. A reader's ids are padded to the batch's longest review and
+its attention costs the square of that, so its batches keep ``data.bucket_by_length``'s
+buckets, as the token-id pipeline batches them (``data.batch_size`` reviews of one bucket).
+Every other variant trains on the ids as before, and so does a bag of n-grams on more than
+:data:`MAX_REVIEWS_IN_MEMORY` reviews (a labelled file of millions of rows, whose token ids are
+cached on disk so that memory does not grow with the file).
 
 Example (inside a run: ``model`` compiled, ``data`` its pipelines)::
 
@@ -45,7 +46,8 @@ from classifier.models.classifier import READER_LENGTH
 from classifier.runs.lifecycle import built_for_fit
 
 #: The most reviews (training and validation together, counted as their batches times the batch
-#: size) whose features a run holds in memory: about 0.6 GB at `nbow`'s 700 features a review.
+#: size) whose features a run holds in memory: about 0.6 GB at `nbow`'s 700 features a review
+#: (``nbow_attention``'s first 512 token ids add at most 0.4 GB).
 MAX_REVIEWS_IN_MEMORY = 100_000
 
 
@@ -173,7 +175,8 @@ def feature_batches(
     """``((row_lengths, features, values), labels)`` batches (:class:`NgramView`'s inputs) of
     the reviews in ``(ids, labels)`` batches: each review's distinct features computed once and
     held in memory; batches of ``batch_size`` reviews, with ``shuffle_seed`` reshuffled every
-    epoch. No padding, so no length buckets either: a batch is any ``batch_size`` reviews.
+    epoch. Without ``boundaries`` there is no padding and no length bucket: a batch is any
+    ``batch_size`` reviews.
 
     With ``read`` > 0 the inputs also hold each review's first ``read`` token ids, padded to
     the batch's longest (``(row_lengths, features, values, ids)``); with ``boundaries`` a batch

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 from keras import ops
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from classifier.layers.ngrams import (
     BagOfNgrams,
+    SquaredNorm,
     document_frequencies,
     first_occurrences,
     sorted_features,
@@ -83,3 +86,24 @@ def test_the_l2_penalty_is_a_loss_on_the_kernel(l2):
     losses = [float(ops.convert_to_numpy(loss)) for loss in bag.losses]
     assert sum(losses) == pytest.approx(l2 * 52)
     assert BagOfNgrams.from_config(bag.get_config()).get_config() == bag.get_config()
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_the_kernels_penalty_is_keras_l2_in_value_and_gradient_bit_for_bit(traced):
+    kernel = keras.Variable(np.random.default_rng(0).normal(0, 1, (1000, 3)).astype("float32"))
+    upstream = tf.constant(0.37)
+
+    def value_and_gradient(regularizer):
+        with tf.GradientTape() as tape:
+            loss = upstream * regularizer(kernel)
+        return loss, tape.gradient(loss, kernel.value)
+
+    if traced:
+        value_and_gradient = tf.function(value_and_gradient)
+    ours = value_and_gradient(SquaredNorm(1e-3))
+    keras_l2 = value_and_gradient(keras.regularizers.L2(1e-3))
+    for got, want in zip(ours, keras_l2, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    layer = BagOfNgrams(vocab_size=10, buckets=16, outputs=2, l2=1e-3)
+    layer.build((None, None))
+    assert isinstance(layer.kernel.regularizer, SquaredNorm) and layer.kernel.regularizer.l2 == 1e-3

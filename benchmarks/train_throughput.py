@@ -405,13 +405,13 @@ def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
           "branch before / recipe |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for row in branched:
-        before, reader_before, recipe, reader = (
+        before, reader_before, recipe, reader_recipe = (
             row[name]["seconds"] for name in ("before", "reader before", "recipe", "reader")
         )
-        branch_before, branch = before - reader_before, recipe - reader
+        branch_before, branch = before - reader_before, recipe - reader_recipe
         print(
             f"| {row['variant']} | {before:.2f} | {reader_before:.2f} | {branch_before:.2f} | "
-            f"{recipe:.2f} | {reader:.2f} | {branch:.2f} | {branch_before / branch:.2f}x |"
+            f"{recipe:.2f} | {reader_recipe:.2f} | {branch:.2f} | {branch_before / branch:.2f}x |"
         )
 
 

@@ -80,22 +80,37 @@ def vectorize(
     if not bucket_by_length:
         length = vectorizer.sequence_length
         return ids.padded_batch(batch_size, ([length], [])).prefetch(tf.data.AUTOTUNE)
-    boundaries = length_buckets(vectorizer.sequence_length)
-    # Each bucket yields ceil(reviews in it / batch_size) batches, whatever the order; stating
-    # the count lets Keras know the epoch length (no "ran out of data" warning). The counting
-    # pass also fills the cache, which the first epoch would do anyway.
+    # The counting pass also fills the cache, which the first epoch would do anyway.
     lengths = np.concatenate([batch.numpy() for batch in ids.map(_length).batch(4096)])
+    boundaries = length_buckets(vectorizer.sequence_length)
+    return by_length(ids, _length, lengths, boundaries, batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def by_length(
+    elements: tf.data.Dataset,
+    length_of,
+    lengths: np.ndarray,
+    boundaries: list[int],
+    batch_size: int,
+) -> tf.data.Dataset:
+    """``elements`` in batches of up to ``batch_size`` whose lengths (``length_of(element)``,
+    ``lengths`` of them all, in any order) fall in one bucket of ``boundaries``, each padded to
+    its longest. Each bucket yields ceil(elements in it / batch_size) batches, whatever the
+    order; stating the count lets Keras know the epoch length (no "ran out of data" warning).
+
+    Example:
+        >>> numbers = tf.data.Dataset.range(5)
+        >>> batches = by_length(numbers, lambda n: tf.cast(n, tf.int32), np.arange(5), [2], 2)
+        >>> int(batches.cardinality()), sorted(b.numpy().tolist() for b in batches)
+        (3, [[0, 1], [2, 3], [4]])
+    """
     per_bucket = np.bincount(np.searchsorted(boundaries, lengths, side="right"))
     batches = int(np.sum(-(-per_bucket // batch_size)))
-    return (
-        ids.bucket_by_sequence_length(
-            _length,  # the same length as counted above
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-        )
-        .apply(tf.data.experimental.assert_cardinality(batches))
-        .prefetch(tf.data.AUTOTUNE)
-    )
+    return elements.bucket_by_sequence_length(
+        length_of,  # the same length as ``lengths`` counts
+        bucket_boundaries=boundaries,
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+    ).apply(tf.data.experimental.assert_cardinality(batches))
 
 
 def length_buckets(sequence_length: int, buckets: int = 8) -> list[int]:

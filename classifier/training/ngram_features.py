@@ -36,11 +36,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from classifier.config.schema import DataConfig
-from classifier.data.batching import as_written, length_buckets
+from classifier.data.batching import as_written, by_length, length_buckets
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
 from classifier.models.classifier import READER_LENGTH
 from classifier.runs.lifecycle import built_for_fit
@@ -197,18 +196,10 @@ def feature_batches(
         numbers = numbers.shuffle(len(numbers), seed=shuffle_seed, reshuffle_each_iteration=True)
     if boundaries is None:
         return numbers.batch(batch_size).map(batch).prefetch(tf.data.AUTOTUNE)
-    per_bucket = np.bincount(np.searchsorted(boundaries, lengths.numpy(), side="right"))
-    batches = int(np.sum(-(-per_bucket // batch_size)))  # as vectorize counts them
-    return (
-        numbers.bucket_by_sequence_length(
-            lambda number: tf.gather(lengths, number),
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-        )
-        .apply(tf.data.experimental.assert_cardinality(batches))
-        .map(batch)
-        .prefetch(tf.data.AUTOTUNE)
+    buckets = by_length(
+        numbers, lambda number: tf.gather(lengths, number), lengths.numpy(), boundaries, batch_size
     )
+    return buckets.map(batch).prefetch(tf.data.AUTOTUNE)
 
 
 class Reviews(NamedTuple):
@@ -234,21 +225,17 @@ def distinct_features(id_batches: tf.data.Dataset, bag: BagOfNgrams, read: int =
         values = bag.values_of(features, present)
         keep = present > 0
         lengths = tf.maximum(tf.math.count_nonzero(ids, axis=1, dtype=tf.int32), 1)
-        first_ids = tf.RaggedTensor.from_tensor(
-            ids[:, : max(read, 1)], lengths=tf.minimum(lengths, max(read, 1))
-        )
-        return (
+        columns = (
             tf.ragged.boolean_mask(tf.cast(features, tf.int32), keep),
             tf.ragged.boolean_mask(values, keep),
             lengths,
-            first_ids,
         )
+        if not read:
+            return columns
+        first_ids = tf.RaggedTensor.from_tensor(ids[:, :read], lengths=tf.minimum(lengths, read))
+        return (*columns, first_ids)
 
-    parts = []
-    for ids, labels in id_batches:
-        features, values, lengths, first_ids = of_batch(ids)
-        parts.append((features, values, tf.convert_to_tensor(labels), lengths, first_ids))
-    features, values, labels, lengths, first_ids = (
-        tf.concat(part, axis=0) for part in zip(*parts, strict=True)
-    )
-    return Reviews(features, values, labels, lengths, first_ids if read else None)
+    parts = [(tf.convert_to_tensor(labels), *of_batch(ids)) for ids, labels in id_batches]
+    columns = [tf.concat(part, axis=0) for part in zip(*parts, strict=True)]
+    labels, features, values, lengths = columns[:4]
+    return Reviews(features, values, labels, lengths, columns[4] if read else None)

@@ -17,13 +17,20 @@ every run but a store's first (and every run of the test suite, which copies an 
 MLflow creates a store's tables on first use by running its schema migrations, about 1 s on 2
 cores, timed here apart in its own row.
 
-Each variant runs twice: ``VARIANT:keras-export`` exports the bundle's LiteRT models as before
-2026-11-26, through Keras' ``model.export`` (a SavedModel written and read back), beside the
-converter given the model's call and freezing its graph directly (the same ops and outputs; a
-few dozen bytes of the flatbuffer's metadata differ).
+Each variant runs twice: ``VARIANT:collector-default`` imports TensorFlow with Python's cycle
+collector as Python sets it, as before 2026-11-27, beside ``classify``'s own start
+(:func:`classifier.cli.startup.uncollected_imports`: the collector off during the import, its
+objects frozen out of later collections). The last rows cover the whole process: TensorFlow's
+import, its CPU time at the end of the run (the import included), and from its start to its
+exit (Python's exit collects what is left, too). ``VARIANT:keras-export``
+exports the bundle's LiteRT models as before 2026-11-26, through Keras' ``model.export`` (a
+SavedModel written and read back), instead of the converter given the model's call and freezing
+its graph directly (the same ops and outputs; a few dozen bytes of the flatbuffer's metadata
+differ).
 
 Usage:
     python benchmarks/run_fixed_cost.py                  # encoder and nbow, before and after, 3 repeats
+    python benchmarks/run_fixed_cost.py --variants encoder:keras-export,encoder
     python benchmarks/run_fixed_cost.py --quick          # one repeat
     python benchmarks/run_fixed_cost.py --variants attention --repeats 5
 """
@@ -31,9 +38,11 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,6 +76,10 @@ PARTS = (
 )
 FIXED_PARTS = ("start to epoch 1", "tracing (epoch 1 - later)", "last epoch to exit")
 NEW_STORE = "a new store's creation (its first run only)"
+IMPORT = "the process: TensorFlow's import"
+PROCESS_CPU = "the process: CPU time at the run's end"
+WHOLE = "the process: start to exit (wall)"
+WHOLE_CPU = "the process: CPU time, start to exit"
 
 
 def keras_export(classifier, path: Path, shown: str) -> None:
@@ -90,12 +103,16 @@ def keras_export(classifier, path: Path, shown: str) -> None:
 def one_run(case: str) -> dict[str, float]:
     """Train one fixture run of ``case`` (a variant, ``:keras-export`` for the export before)
     in this process; seconds per part."""
-    variant, _, export = case.partition(":")
+    variant, _, option = case.partition(":")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     sys.path.insert(0, str(ROOT))
-    from classifier.cli.startup import import_tensorflow
+    from classifier.cli import startup
 
-    import_tensorflow()
+    if option == "collector-default":
+        startup.uncollected_imports = contextlib.nullcontext
+    started = time.perf_counter()
+    startup.import_tensorflow()
+    import_seconds = time.perf_counter() - started
     import mlflow
 
     from classifier.config.schema import load_config
@@ -107,7 +124,7 @@ def one_run(case: str) -> dict[str, float]:
     for name, module, attribute in PARTS:
         owner = _owner(module)
         original = getattr(owner, attribute)
-        if export == "keras-export" and attribute == "_export_litert":
+        if option == "keras-export" and attribute == "_export_litert":
             original = keras_export
 
         def timed(*args, __original=original, __name=name, **kwargs):
@@ -151,6 +168,8 @@ def one_run(case: str) -> dict[str, float]:
     seconds["start to epoch 1"] = fit_started
     seconds["last epoch to exit"] = seconds["train(), whole"] - fit_started - fit
     seconds["fixed cost"] = sum(seconds[part] for part in FIXED_PARTS)
+    seconds[IMPORT] = import_seconds
+    seconds[PROCESS_CPU] = time.process_time()
     shutil.rmtree(work, ignore_errors=True)
     return {key: value for key, value in seconds.items() if not key.startswith("_")}
 
@@ -163,6 +182,12 @@ def _owner(module: str):
     return importlib.import_module(module)
 
 
+def _children_cpu() -> float:
+    """User and system seconds of this process's ended children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def benchmark(args: argparse.Namespace) -> None:
     from machine import cpu_model
 
@@ -170,6 +195,7 @@ def benchmark(args: argparse.Namespace) -> None:
     results: dict[str, list[dict[str, float]]] = {}
     for _ in range(repeats):
         for variant in args.variants.split(","):
+            cpu, started = _children_cpu(), time.perf_counter()
             done = subprocess.run(
                 [sys.executable, __file__, "--one", variant],
                 capture_output=True,
@@ -177,13 +203,16 @@ def benchmark(args: argparse.Namespace) -> None:
                 cwd=ROOT,
                 check=False,
             )
+            whole = {WHOLE: time.perf_counter() - started, WHOLE_CPU: _children_cpu() - cpu}
             if done.returncode != 0:
                 raise SystemExit(f"{variant}: exit {done.returncode}\n{done.stderr[-2000:]}")
-            results.setdefault(variant, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
+            run = json.loads(done.stdout.strip().splitlines()[-1])
+            results.setdefault(variant, []).append({**run, **whole})
     variants = list(results)
     print(
         f"A fixture run's fixed cost by part (120/40/80 reviews, 4 epochs), seconds, median of "
-        f"{repeats}; {cpu_model()}, {os.cpu_count()} cores, TensorFlow's import excluded\n"
+        f"{repeats}; {cpu_model()}, {os.cpu_count()} cores, TensorFlow's import excluded "
+        "but in the rows of the process\n"
     )
     print("| part | " + " | ".join(variants) + " |")
     print("|---|" + "---:|" * len(variants))
@@ -195,6 +224,10 @@ def benchmark(args: argparse.Namespace) -> None:
             *FIXED_PARTS,
             "fixed cost",
             "train(), whole",
+            IMPORT,
+            PROCESS_CPU,
+            WHOLE,
+            WHOLE_CPU,
         ]
     )
     for row in rows:
@@ -210,8 +243,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--variants",
-        default="encoder:keras-export,encoder,nbow:keras-export,nbow",
-        help="variants to train; VARIANT:keras-export exports as before 2026-11-26",
+        default="encoder:collector-default,encoder,nbow:collector-default,nbow",
+        help="variants to train; VARIANT:collector-default imports TensorFlow as before "
+        "2026-11-27, VARIANT:keras-export exports as before 2026-11-26",
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one repeat")

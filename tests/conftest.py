@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gc
 import json
 import os
 import pickle
@@ -12,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from classifier.cli.startup import freeze_collected
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The collector as `classify` has it (classifier.cli.startup.uncollected_imports): off while the
+# test modules import TensorFlow, Keras and MLflow, then their objects frozen out of it.
+gc.disable()
+
+
+def pytest_collection_finish(session) -> None:
+    freeze_collected()
+
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE_SIZES = {"train": 160, "test": 80, "unsupervised": 10}

@@ -17,19 +17,21 @@ every run but a store's first (and every run of the test suite, which copies an 
 MLflow creates a store's tables on first use by running its schema migrations, about 1 s on 2
 cores, timed here apart in its own row.
 
-Each variant runs twice: ``VARIANT:collector-default`` imports TensorFlow with Python's cycle
-collector as Python sets it, as before 2026-11-27, beside ``classify``'s own start
-(:func:`classifier.cli.startup.uncollected_imports`: the collector off during the import, its
-objects frozen out of later collections). The last rows cover the whole process: TensorFlow's
+By default each variant runs twice: ``VARIANT:graph-rewrites`` keeps Grappler's rewriting of
+each traced function on, as before 2026-11-27, beside ``classify``'s start on a machine without
+a GPU (:func:`classifier.cli.startup.graph_rewrites_off`). Other cases:
+``VARIANT:collector-default`` imports TensorFlow with Python's cycle collector as Python sets
+it, as before 2026-11-27 (not :func:`classifier.cli.startup.uncollected_imports`);
+``VARIANT:keras-export`` exports the bundle's LiteRT models as before 2026-11-26, through
+Keras' ``model.export`` (a SavedModel written and read back), instead of the converter given
+the model's call and freezing its graph directly (the same ops and outputs; a few dozen bytes
+of the flatbuffer's metadata differ). The last rows cover the whole process: TensorFlow's
 import, its CPU time at the end of the run (the import included), and from its start to its
-exit (Python's exit collects what is left, too). ``VARIANT:keras-export``
-exports the bundle's LiteRT models as before 2026-11-26, through Keras' ``model.export`` (a
-SavedModel written and read back), instead of the converter given the model's call and freezing
-its graph directly (the same ops and outputs; a few dozen bytes of the flatbuffer's metadata
-differ).
+exit (Python's exit collects what is left, too).
 
 Usage:
     python benchmarks/run_fixed_cost.py                  # encoder and nbow, before and after, 3 repeats
+    python benchmarks/run_fixed_cost.py --variants encoder:collector-default,encoder
     python benchmarks/run_fixed_cost.py --variants encoder:keras-export,encoder
     python benchmarks/run_fixed_cost.py --quick          # one repeat
     python benchmarks/run_fixed_cost.py --variants attention --repeats 5
@@ -110,6 +112,8 @@ def one_run(case: str) -> dict[str, float]:
 
     if option == "collector-default":
         startup.uncollected_imports = contextlib.nullcontext
+    if option == "graph-rewrites":
+        startup.graph_rewrites_off = lambda: False
     started = time.perf_counter()
     startup.import_tensorflow()
     import_seconds = time.perf_counter() - started
@@ -243,9 +247,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--variants",
-        default="encoder:collector-default,encoder,nbow:collector-default,nbow",
-        help="variants to train; VARIANT:collector-default imports TensorFlow as before "
-        "2026-11-27, VARIANT:keras-export exports as before 2026-11-26",
+        default="encoder:graph-rewrites,encoder,nbow:graph-rewrites,nbow",
+        help="variants to train; VARIANT:graph-rewrites keeps Grappler on, "
+        "VARIANT:collector-default imports TensorFlow with Python's collector as it is, both as "
+        "before 2026-11-27; VARIANT:keras-export exports as before 2026-11-26",
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one repeat")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from classifier.cli.startup import freeze_collected
+from classifier.cli.startup import freeze_collected, graph_rewrites_off
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The collector as `classify` has it (classifier.cli.startup.uncollected_imports): off while the
@@ -23,6 +23,7 @@ gc.disable()
 
 def pytest_collection_finish(session) -> None:
     freeze_collected()
+    graph_rewrites_off()  # as `classify` runs TensorFlow (classifier.cli.startup)
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -35,7 +35,8 @@ def import_tensorflow(threads: int | None = None) -> None:
     prints oneDNN and absl lines at import even with ``TF_CPP_MIN_LOG_LEVEL=3``. Only the
     import is silenced, so an import error's traceback and everything after still shows.
     Before the import, :func:`keep_freed_memory` and libpq (:func:`load_libpq_first`); after
-    it, ``threads`` (:func:`limit_threads`). The import runs with the cycle collector off and
+    it, ``threads`` (:func:`limit_threads`) and, on a machine without a GPU, no graph
+    rewriting (:func:`graph_rewrites_off`). The import runs with the cycle collector off and
     leaves its objects out of later collections (:func:`uncollected_imports`)."""
     if "tensorflow" not in sys.modules:
         keep_freed_memory()
@@ -45,7 +46,32 @@ def import_tensorflow(threads: int | None = None) -> None:
                 _import_silenced()
             else:
                 import tensorflow  # noqa: F401
+        graph_rewrites_off()
     limit_threads(threads)
+
+
+def graph_rewrites_off() -> bool:
+    """Turn off Grappler, TensorFlow's rewriting of each traced function's graph before its
+    first call (constant folding, arithmetic simplification, op fusion), where TensorFlow sees
+    no GPU; True where it did.
+
+    On 2 CPU cores its passes cost about 0.5 s of a test fixture's run (each traced function
+    is rewritten once: the training and evaluation steps, the serving and export functions)
+    and bought nothing afterwards: training throughput on IMDB reviews was the same within
+    the runs' spread with and without them, for the encoder, ``block``, ``nbow`` and ``bow``,
+    with the same test accuracies (docs/benchmarks.md). On a GPU its fusions and layout
+    choices may pay, unmeasured here, so they stay. The LiteRT converter runs its own passes.
+
+    Example::
+
+        graph_rewrites_off()  # True on a CPU-only machine
+    """
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        return False
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    return True
 
 
 @contextlib.contextmanager

@@ -16,14 +16,19 @@ import pytest
 from classifier.cli.startup import freeze_collected, graph_rewrites_off
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The collector as `classify` has it (classifier.cli.startup.uncollected_imports): off while the
-# test modules import TensorFlow, Keras and MLflow, then their objects frozen out of it.
-gc.disable()
+
+
+def pytest_collectstart(collector) -> None:
+    """Python's collector as `classify` has it (classifier.cli.startup.uncollected_imports):
+    off while the test modules import TensorFlow, Keras and MLflow (in each process that
+    collects: the workers, not xdist's controller)..."""
+    gc.disable()
 
 
 def pytest_collection_finish(session) -> None:
+    """...then their objects frozen out of it, and TensorFlow as `classify` runs it."""
     freeze_collected()
-    graph_rewrites_off()  # as `classify` runs TensorFlow (classifier.cli.startup)
+    graph_rewrites_off()
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -108,10 +108,20 @@ class Server:
 
     def stop_postgres(self) -> None:
         """``pg_ctl stop`` (fast: open connections are cut), as the postgres user;
-        ``script("start")`` starts it again."""
+        ``script("start")`` or :meth:`start_postgres` starts it again."""
+        self._pg_ctl("-m", "fast", "-w", "stop")
+
+    def start_postgres(self) -> None:
+        """PostgreSQL alone started again as ``scripts/server.sh start`` starts it on
+        127.0.0.1 (its port and socket folder), the MLflow server left as it is."""
+        options = f"-p {self.settings['PG_PORT']} -c listen_addresses=127.0.0.1 "
+        options += f"-c unix_socket_directories={self.folder / 'run'}"
+        log = str(self.folder / "run" / "postgresql.log")
+        self._pg_ctl("-l", log, "-w", "-t", "60", "start", "-o", options)
+
+    def _pg_ctl(self, *args: str) -> None:
         bin_dir = sorted(Path("/usr/lib/postgresql").glob("*/bin"))[-1]
-        command = [str(bin_dir / "pg_ctl"), "-D", str(self.folder / "pgdata"), "-m", "fast"]
-        command += ["-w", "stop"]
+        command = [str(bin_dir / "pg_ctl"), "-D", str(self.folder / "pgdata"), *args]
         if os.getuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)

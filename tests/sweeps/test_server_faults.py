@@ -1,5 +1,6 @@
 """A sweep outlives its servers: the MLflow server stopped for 10 s, PostgreSQL restarted (after
-12 s, longer than the worker's heartbeat interval), then the whole stack stopped for 10 s, each
+12 s, longer than the worker's heartbeat interval; the MLflow server away from then for another
+12 s), then the whole stack stopped for 10 s, each
 during a point of one real ``classify sweep`` worker against ``make server``'s stack. The worker
 trains on, says once that a server is unreachable and once that it is back (no traceback, no
 library retry warning), its Optuna heartbeat beats on, and every point ends as one FINISHED
@@ -29,6 +30,7 @@ EPOCHS = 6
 GRACE_S = 24
 OUTAGE_S = 10
 POSTGRES_OUTAGE_S = 12  # longer than a heartbeat's interval, so that one falls in it
+HEARTBEAT_S = GRACE_S / 3
 MLFLOW_AWAY = r"^the MLflow server \S+ is unreachable \("  # the server's URL in between
 
 
@@ -60,13 +62,19 @@ def test_a_sweep_survives_its_servers_stopping_and_restarting(
         time.sleep(OUTAGE_S)
         at = wait_for_line(log, MLFLOW_AWAY, worker, at)
         server.script("start")
-        # Point 2: PostgreSQL restarted, the MLflow server's store with it.
+        # Point 2: PostgreSQL restarted, the MLflow server's store with it. The MLflow server
+        # (answering 503 meanwhile) is stopped before PostgreSQL is back and started a
+        # heartbeat interval and more after: the worker waits on it at an epoch's end, so its
+        # point is still running when its heartbeat must beat again, however fast it trains.
         at = wait_for_line(log, r"^train \[2/3\]", worker, at)
         at = wait_for_line(log, r"^epoch  2/", worker, at)
         server.stop_postgres()
         time.sleep(POSTGRES_OUTAGE_S)
-        server.script("start")
+        server.stop_mlflow()
+        server.start_postgres()
         back = database_now(server)
+        time.sleep(HEARTBEAT_S + 4)
+        server.script("start")
         # Point 3: the whole stack.
         at = wait_for_line(log, r"^train \[3/3\]", worker, at)
         at = wait_for_line(log, r"^epoch  2/", worker, at)

@@ -34,6 +34,18 @@ GRACE_S = 75.0
 STORAGE_FILE = "sweeps.db"
 
 
+def heartbeat_interval(grace: float) -> int:
+    """Seconds between a worker's heartbeats for a ``grace`` period: :data:`HEARTBEAT_S`, or a
+    third of a shorter grace, so that a live point beats at least twice in each grace period
+    (at least every second).
+
+    Example:
+        >>> heartbeat_interval(GRACE_S), heartbeat_interval(24), heartbeat_interval(2)
+        (10, 8, 1)
+    """
+    return max(1, min(HEARTBEAT_S, int(grace / 3)))
+
+
 def quiet_optuna() -> None:
     """Keep Optuna's own log lines and experimental-feature warnings off the terminal."""
     import optuna
@@ -93,7 +105,7 @@ def open_storage(url: str, grace: float = GRACE_S, echo: Callable[[str], None] |
         engine = {"connect_args": {"timeout": 60}}
     else:
         engine = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
-    interval = max(1, min(HEARTBEAT_S, int(grace / 3)))
+    interval = heartbeat_interval(grace)
     for attempt in range(3):  # workers creating a server's tables at once: one wins, others retry
         try:
             with _creating(url):

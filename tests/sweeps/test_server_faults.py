@@ -21,16 +21,17 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.runs.tracking import PARENT_TAG, SPEC_HASH_TAG
+from classifier.sweeps.storage import heartbeat_interval
 from tests.servers import Server, started_server, wait_for_line
 from tests.sweep_helpers import spec_tree, write_spec
 
 EPOCHS = 6
-#: The worker's --grace: it beats every GRACE_S / 3 = 8 s, and no outage reaches GRACE_S (a
+#: The worker's --grace: it beats every HEARTBEAT_S = 8 s, and no outage reaches GRACE_S (a
 #: point silent for that long may be handed to another worker).
 GRACE_S = 24
 OUTAGE_S = 10
 POSTGRES_OUTAGE_S = 12  # longer than a heartbeat's interval, so that one falls in it
-HEARTBEAT_S = GRACE_S / 3
+HEARTBEAT_S = heartbeat_interval(GRACE_S)  # 8
 MLFLOW_AWAY = r"^the MLflow server \S+ is unreachable \("  # the server's URL in between
 
 

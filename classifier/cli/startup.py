@@ -60,8 +60,8 @@ def graph_rewrites_off() -> bool:
     and export functions) and bought nothing measurable afterwards: training throughput on
     4,000 IMDB reviews was the same within the runs' spread with and without them, for the
     encoder, ``block``, ``nbow`` and ``bow``, with the same test accuracies
-    (docs/benchmarks.md). On a GPU its fusions and layout
-    choices may pay, unmeasured here, so they stay. The LiteRT converter runs its own passes.
+    (docs/benchmarks.md). On a GPU its fusions and layout choices may pay, unmeasured here, so
+    they stay. The LiteRT converter runs its own passes.
 
     Example::
 

@@ -1,7 +1,7 @@
 """Where `make test`'s time goes: the CPU of its tests by folder and file, of the trainings its
 workers run and of the subprocesses its tests start.
 
-On 2 cores the suite is CPU-bound (its user and system CPU is about twice its wall time), so a
+On 2 cores the suite is CPU-bound (its user and system CPU is about 1.7 times its wall time), so a
 faster `make test` needs less CPU, not more workers, and this says where the CPU is. It runs
 pytest as `make test` does (``-n 3 --dist loadfile --no-loadscope-reorder`` on 2 cores) with
 this file as a pytest plugin that records, for every test, the CPU of its worker
@@ -14,7 +14,7 @@ own that drops ``PYTHONPATH``, leaves no record, so the subprocess counts are lo
 
 Usage:
     python benchmarks/suite_cpu.py                # the whole suite, as `make test` runs it
-    python benchmarks/suite_cpu.py --quick        # three folders' worth (two minutes)
+    python benchmarks/suite_cpu.py --quick        # a folder and two files (a minute)
     python benchmarks/suite_cpu.py -- tests/training -x   # other pytest arguments after --
 """
 

@@ -13,22 +13,25 @@ from pathlib import Path
 
 import pytest
 
-from classifier.cli.startup import freeze_collected, graph_rewrites_off
+from classifier.cli.startup import freeze_collected, import_tensorflow
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def pytest_collectstart(collector) -> None:
-    """Python's collector as `classify` has it (classifier.cli.startup.uncollected_imports):
-    off while the test modules import TensorFlow, Keras and MLflow (in each process that
-    collects: the workers, not xdist's controller)..."""
+    """TensorFlow imported as `classify` imports it (classifier.cli.startup.import_tensorflow:
+    freed memory kept, no start-up lines on stderr, which a run without workers would show, no
+    Grappler graph rewrites on a CPU), then Python's collector off while the test modules
+    import Keras and MLflow (in each process that collects: the workers, not xdist's
+    controller)..."""
+    import_tensorflow()
     gc.disable()
 
 
 def pytest_collection_finish(session) -> None:
-    """...then their objects frozen out of it, and TensorFlow as `classify` runs it."""
+    """...and their objects frozen out of it, as `classify` has them
+    (classifier.cli.startup.uncollected_imports)."""
     freeze_collected()
-    graph_rewrites_off()
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -59,7 +59,7 @@ def test_the_mlflow_server_runs_as_many_workers_as_it_is_given(sweep_server):
     listed = subprocess.run(
         ["ps", "-ww", "-o", "args=", "-g", str(group)], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert len(listed) == 2, listed  # `mlflow server` and the uvicorn it starts, in pid order
+    assert len(listed) == 2, listed  # `mlflow server` and the uvicorn it starts
     (_,) = [line for line in listed if "/mlflow server " in line]  # (pids wrap around)
     (uvicorn,) = [line for line in listed if "-m uvicorn " in line]
     assert "--workers 1 " in uvicorn, listed

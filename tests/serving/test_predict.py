@@ -11,6 +11,7 @@ import csv
 import gc
 import io
 import json
+import logging
 import os
 import weakref
 from pathlib import Path
@@ -340,6 +341,31 @@ def test_the_cache_does_not_keep_a_model_alive():
     del model
     gc.collect()
     assert alive() is None
+
+
+@pytest.mark.parametrize("end_to_end", [False, True])
+def test_many_models_in_one_process_predict_without_tensorflows_retracing_warning(end_to_end):
+    """A sweep worker trains point after point in one process, and each point's model is
+    predicted with (its bundle's check, its calibration): each model's functions are traced
+    once, so TensorFlow's "N out of the last M calls ... triggered tf.function retracing"
+    warning, which counts the tracings of one Python function over all models, must not
+    reach the user (a sweep of 8 points printed it four times)."""
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger = logging.getLogger("tensorflow")
+    logger.addHandler(handler)
+    try:
+        for _ in range(7):
+            model = untrained("attention")
+            if end_to_end:  # anything but classifier(vectorizer(texts)) runs whole
+                texts = keras.Input(shape=(), dtype="string")
+                model = keras.Model(texts, model(texts))
+            for batch_size in (7, 64):  # one call each
+                predict_texts(model, ["great film", "dull plot", "the film"], batch_size)
+    finally:
+        logger.removeHandler(handler)
+    assert not [message for message in seen if "retracing" in message], seen
 
 
 def test_token_counts_and_length_sorted_batches():

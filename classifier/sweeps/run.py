@@ -57,6 +57,7 @@ from classifier.sweeps.spec import (
 from classifier.sweeps.storage import (
     GRACE_S,
     HEARTBEAT_S,
+    check_parent_kept,
     check_tracking_for,
     default_storage,
     open_storage,
@@ -136,7 +137,8 @@ def run_sweep(
 
     Raises:
         SweepInterrupted: on Ctrl-C or SIGTERM (the point is handed back).
-        SweepError: a bad or unreachable storage, or one holding another spec under this name.
+        SweepError: a bad or unreachable storage, one holding another spec under this name, or
+            one continuing a sweep whose parent run this tracking store does not have.
 
     Example (trains every point of a fresh sweep)::
 
@@ -176,6 +178,8 @@ def run_sweep(
             seed=spec.search.seed if spec.search else None,
         )
     parent_id = study.user_attrs["parent_run_id"]
+    if not launched:
+        check_parent_kept(client, parent_id, spec.name, storage_url, tracking)
     result = SweepResult(run_id=parent_id, rows=[])
     sweep = _Sweep(
         spec, points, planned, study, parent_id, experiment_id, client, echo, max_retries, result

@@ -84,6 +84,28 @@ def check_tracking_for(storage_url: str, tracking_uri: str) -> None:
         )
 
 
+def check_parent_kept(client, parent_id: str, name: str, storage_url: str, tracking: str) -> None:
+    """A sweep continued from its storage logs under its parent run, which must be in this
+    tracking store (``client``'s).
+
+    Raises:
+        SweepError: the store has no such run (deleted with its ``mlflow.db``, or another store).
+    """
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_run(parent_id)
+    except MlflowException as error:
+        if error.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+        raise SweepError(
+            f"sweep {name}: the sweep storage {redacted(storage_url)} holds it with parent run "
+            f"{parent_id}, which the tracking store {tracking} does not have; set "
+            f"MLFLOW_TRACKING_URI to the store it ran in, or start it afresh with another "
+            f"--storage"
+        ) from None
+
+
 def open_storage(url: str, grace: float = GRACE_S, echo: Callable[[str], None] | None = None):
     """Open (and on first use create) Optuna's RDB storage at ``url`` with heartbeats on.
 

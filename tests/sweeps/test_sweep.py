@@ -16,9 +16,12 @@ from mlflow.tracking import MlflowClient
 
 import classifier.training.train as training
 from classifier.config.variants import used_params
+from classifier.runs.store_paths import sqlite_path
 from classifier.sweeps.compare import compare
 from classifier.sweeps.spec import expand, load_spec, spec_hash
+from classifier.sweeps.storage import STORAGE_FILE
 from classifier.sweeps.table import COLUMNS, CSV_COLUMNS, format_comparison
+from tests.conftest import empty_store
 from tests.sweep_helpers import EPOCHS, EXPERIMENT, invoke
 
 
@@ -185,6 +188,23 @@ def test_a_finished_sweep_runs_nothing_again(parent, spec_path):
     assert "trained 0, resumed 0, skipped 0" in result.output
     assert len(children(parent)) == before
     assert MlflowClient().get_run(parent.info.run_id).info.status == "FINISHED"
+
+
+def test_a_sweep_whose_parent_run_the_store_lacks_is_refused_in_one_line(
+    parent, spec_path, store, store_template, tmp_path, monkeypatch
+):
+    """The sweep's storage kept, its tracking store not (``mlflow.db`` deleted, or another
+    store set): one line naming both, not an internal error."""
+    storage = f"sqlite:///{sqlite_path(store).parent / STORAGE_FILE}"
+    other = empty_store(store_template, tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", other)
+    result = invoke("sweep", str(spec_path), "--storage", storage)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [
+        f"classify: error: sweep tiny: the sweep storage {storage} holds it with parent run "
+        f"{parent.info.run_id}, which the tracking store {other} does not have; set "
+        "MLFLOW_TRACKING_URI to the store it ran in, or start it afresh with another --storage"
+    ]
 
 
 # --------------------------------------------------------------------------- classify compare

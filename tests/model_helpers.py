@@ -3,6 +3,10 @@ models: the CLI runner, the texts, a tiny untrained end-to-end model, a trained 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
+
 import keras
 import mlflow
 from click.testing import CliRunner
@@ -47,6 +51,21 @@ def one_error_line(result, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in line, line
     return line
+
+
+@contextlib.contextmanager
+def tensorflow_log() -> Iterator[list[str]]:
+    """The messages TensorFlow's Python logger gives inside the block (what would reach a
+    user's terminal as ``WARNING:tensorflow:...``)."""
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger = logging.getLogger("tensorflow")
+    logger.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
 
 
 def untrained(

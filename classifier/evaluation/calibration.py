@@ -37,6 +37,7 @@ from classifier.evaluation.metrics import (
     fit_temperature_and_offset,
     fit_temperature_multiclass,
 )
+from classifier.evaluation.traced import traced_once
 
 HEAD = "head"  # the name build_classifier gives the Dense(2, softmax) head
 
@@ -94,10 +95,8 @@ def _head_inputs(classifier: keras.Model) -> tf.types.experimental.GenericFuncti
     dispatched each of the classifier's ops from Python again."""
     if classifier not in _HEAD_INPUTS:
         features = keras.Model(classifier.inputs, classifier.get_layer(HEAD).input)
-        _HEAD_INPUTS[classifier] = tf.function(
-            lambda token_ids: features(token_ids, training=False),
-            input_signature=[tf.TensorSpec([None, None], tf.int64)],
-            autograph=False,
+        _HEAD_INPUTS[classifier] = traced_once(
+            lambda token_ids: features(token_ids, training=False), tf.int64, 2
         )
     return _HEAD_INPUTS[classifier]
 

@@ -11,7 +11,6 @@ Example (a trained model)::
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from classifier.config.schema import LABELS
 from classifier.data.batching import VECTORIZE_BATCH
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError
+from classifier.evaluation.traced import traced_once
 from classifier.layers import ClassNames
 from classifier.serving.batching import MAX_CHUNK, length_sorted_batches, token_counts
 
@@ -120,21 +120,6 @@ def _any_length(classifier: keras.Model) -> keras.Model | None:
         return None
 
 
-def _traced_once(function: Callable, dtype: tf.DType, rank: int) -> Callable:
-    """``function`` of one tensor of ``dtype`` and ``rank`` (any sizes) as a ``tf.function``,
-    traced at its first call only. It is wrapped in a ``functools.partial`` first: TensorFlow
-    counts tracings by the Python function's code, over all the tf.functions made from it,
-    and a process that predicts with one model after another (a sweep worker's points, each
-    checking its bundle) traced this module's functions once per model, often enough for
-    TensorFlow to print "5 out of the last 9 calls to <function ...> triggered tf.function
-    retracing" on the user's terminal. A partial has no code: each gets a count of its own."""
-    return tf.function(
-        functools.partial(function),
-        input_signature=[tf.TensorSpec([None] * rank, dtype)],
-        autograph=False,  # nothing to convert: tracing is faster without
-    )
-
-
 class _TwoSteps:
     """Vectorize texts, then classify batches of similar lengths trimmed to their longest."""
 
@@ -144,8 +129,8 @@ class _TwoSteps:
         self.classes = int(classifier.outputs[0].shape[-1])
         classifier = any_length or classifier
         # The cache holds this object: it must not keep the model alive, only its parts.
-        self.vectorize = _traced_once(lambda texts: vectorizer(texts), tf.string, 1)
-        self.classify = _traced_once(
+        self.vectorize = traced_once(lambda texts: vectorizer(texts), tf.string, 1)
+        self.classify = traced_once(
             lambda token_ids: classifier(token_ids, training=False), tf.int64, 2
         )
 
@@ -177,7 +162,7 @@ class _EndToEnd:
 
     def __init__(self, model: keras.Model):
         owner = weakref.ref(model)  # the cache must not keep the model alive
-        self.predict = _traced_once(lambda texts: owner()(texts, training=False), tf.string, 1)
+        self.predict = traced_once(lambda texts: owner()(texts, training=False), tf.string, 1)
 
     def __call__(self, texts: list[str], batch_size: int) -> np.ndarray:
         return np.concatenate(

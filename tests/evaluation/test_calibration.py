@@ -36,6 +36,7 @@ from classifier.serving.predict import predict_texts
 from classifier.serving.registry import load_keras_model
 from classifier.training.train import train
 from tests.conftest import fixture_data_overrides
+from tests.model_helpers import tensorflow_log
 
 
 def nll(log_odds: np.ndarray, labels: np.ndarray) -> float:
@@ -176,6 +177,19 @@ def test_the_traced_head_inputs_keep_no_classifier_alive():
     del classifier
     gc.collect()
     assert gone() is None
+
+
+def test_evaluating_many_classifiers_in_one_process_prints_no_retracing_warning():
+    """A sweep worker calibrates and evaluates one run's classifier after another; with a
+    validation and a test split of one batch each, TensorFlow counted the tracings of their
+    functions together and printed its "triggered tf.function retracing" warning."""
+    with tensorflow_log() as seen:
+        for _ in range(7):
+            classifier, dataset = over_confident_classifier()
+            one_batch = dataset.take(1)
+            head_log_odds(classifier, one_batch)  # calibration's validation
+            head_log_odds(classifier, one_batch)  # the test evaluation
+    assert not [message for message in seen if "retracing" in message], seen
 
 
 def test_a_run_logs_calibration(store, fixture_data_dir):

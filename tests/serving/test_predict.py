@@ -11,7 +11,6 @@ import csv
 import gc
 import io
 import json
-import logging
 import os
 import weakref
 from pathlib import Path
@@ -31,7 +30,16 @@ from classifier.serving import reviews as reviews_module
 from classifier.serving.predict import predict_texts
 from classifier.serving.registry import load_keras_model
 from classifier.serving.reviews import Review
-from tests.model_helpers import BIG, NEGATIVE, POSITIVE, err_lines, run, table_rows, untrained
+from tests.model_helpers import (
+    BIG,
+    NEGATIVE,
+    POSITIVE,
+    err_lines,
+    run,
+    table_rows,
+    tensorflow_log,
+    untrained,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -350,12 +358,7 @@ def test_many_models_in_one_process_predict_without_tensorflows_retracing_warnin
     once, so TensorFlow's "N out of the last M calls ... triggered tf.function retracing"
     warning, which counts the tracings of one Python function over all models, must not
     reach the user (a sweep of 8 points printed it four times)."""
-    seen: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: seen.append(record.getMessage())
-    logger = logging.getLogger("tensorflow")
-    logger.addHandler(handler)
-    try:
+    with tensorflow_log() as seen:
         for _ in range(7):
             model = untrained("attention")
             if end_to_end:  # anything but classifier(vectorizer(texts)) runs whole
@@ -363,8 +366,6 @@ def test_many_models_in_one_process_predict_without_tensorflows_retracing_warnin
                 model = keras.Model(texts, model(texts))
             for batch_size in (7, 64):  # one call each
                 predict_texts(model, ["great film", "dull plot", "the film"], batch_size)
-    finally:
-        logger.removeHandler(handler)
     assert not [message for message in seen if "retracing" in message], seen
 
 

@@ -54,18 +54,24 @@ def one_error_line(result, *fragments: str) -> str:
 
 
 @contextlib.contextmanager
-def tensorflow_log() -> Iterator[list[str]]:
+def tensorflow_log(filtered: bool = False) -> Iterator[list[str]]:
     """The messages TensorFlow's Python logger gives inside the block (what would reach a
-    user's terminal as ``WARNING:tensorflow:...``)."""
+    user's terminal as ``WARNING:tensorflow:...``): all of them, or with ``filtered`` those
+    that pass the filters set on it (``classify`` sets one:
+    :func:`classifier.runs.lifecycle.quiet_libraries`)."""
     seen: list[str] = []
     handler = logging.Handler()
     handler.emit = lambda record: seen.append(record.getMessage())
     logger = logging.getLogger("tensorflow")
+    filters = list(logger.filters)
+    if not filtered:
+        logger.filters.clear()
     logger.addHandler(handler)
     try:
         yield seen
     finally:
         logger.removeHandler(handler)
+        logger.filters[:] = filters
 
 
 def untrained(

@@ -92,6 +92,18 @@ def quiet_libraries() -> None:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     # Keras warns when an epoch ends exactly at the end of a finite tf.data pipeline.
     warnings.filterwarnings("ignore", message="Your input ran out of data")
+    tensorflow = logging.getLogger("tensorflow")
+    if os.environ.get("CLASSIFY_VERBOSE") != "1" and _not_retracing not in tensorflow.filters:
+        tensorflow.addFilter(_not_retracing)
+
+
+def _not_retracing(record: logging.LogRecord) -> bool:
+    """False for TensorFlow's "N out of the last M calls to <function ...> triggered
+    tf.function retracing" warning. TensorFlow counts tracings by a function's code over every
+    model: Keras' training step is one function per model, so a process that trains model
+    after model on small data (a sweep worker's points, an epoch of one or two steps) met it
+    although each model's step was traced once. ``classify -v`` shows it."""
+    return "triggered tf.function retracing" not in record.getMessage()
 
 
 def built_for_fit(model: keras.Model, train) -> keras.Model:

@@ -19,11 +19,15 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from classifier.config.uris import redacted, sweep_storage_url
 from classifier.errors import SweepError
 from classifier.runs.outages import Outage, retrying
 from classifier.runs.tracking import exclusive_lock
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 #: Seconds between a worker's heartbeats on the trial it runs.
 HEARTBEAT_S = 10
@@ -84,7 +88,9 @@ def check_tracking_for(storage_url: str, tracking_uri: str) -> None:
         )
 
 
-def check_parent_kept(client, parent_id: str, name: str, storage_url: str, tracking: str) -> None:
+def check_parent_kept(
+    client: MlflowClient, parent_id: str, name: str, storage_url: str, tracking: str
+) -> None:
     """A sweep continued from its storage logs under its parent run, which must be in this
     tracking store (``client``'s).
 
@@ -100,7 +106,7 @@ def check_parent_kept(client, parent_id: str, name: str, storage_url: str, track
             raise
         raise SweepError(
             f"sweep {name}: the sweep storage {redacted(storage_url)} holds it with parent run "
-            f"{parent_id}, which the tracking store {tracking} does not have; set "
+            f"{parent_id}, which the tracking store {redacted(tracking)} does not have; set "
             f"MLFLOW_TRACKING_URI to the store it ran in, or start it afresh with another "
             f"--storage"
         ) from None

@@ -16,6 +16,7 @@ Usage:
     python benchmarks/suite_cpu.py                # the whole suite, as `make test` runs it
     python benchmarks/suite_cpu.py --quick        # a folder and two files (a minute)
     python benchmarks/suite_cpu.py -- tests/training -x   # other pytest arguments after --
+    python benchmarks/suite_cpu.py --records cpu.json     # and every record, test by test
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ def main() -> None:
         "--jobs", type=int, default=None, help="xdist workers (make test's: cores + 1, at most 4)"
     )
     parser.add_argument(
+        "--records", type=Path, help="also write every test, training and subprocess to this JSON"
+    )
+    parser.add_argument(
         "pytest_args", nargs="*", help="after --: what pytest gets instead of the whole suite"
     )
     args = parser.parse_args()
@@ -175,6 +179,9 @@ def main() -> None:
             trainings += recorded["trainings"]
         processes = [json.loads(p.read_text()) for p in (records / "processes").glob("*.json")]
     processes = [p for p in processes if p["test"]]  # started by a test (not the workers)
+    if args.records:
+        everything = {"tests": tests, "trainings": trainings, "processes": processes}
+        args.records.write_text(json.dumps(everything, indent=1))
     summary = [line.strip() for line in output if SUMMARY.search(line)]
     outcome = summary[-1] if summary else f"pytest exit code {pytest_run.returncode}"
     machine = f"{jobs} workers; {cpu_model()}, {os.cpu_count()} cores"

@@ -25,7 +25,9 @@ each in turn, the same reviews, ``classify train``'s pipeline and model (NB rati
 the training reviews), median of epochs 2..N, then test accuracy. ``nbow_attention`` also
 trains its attention reader alone (the same layers, on token ids, without the n-gram branch),
 in the batches of "before" and of the recipe, so that a second table can give the n-gram
-branch's share of an epoch: the epoch less the reader's in the same batches.
+branch's share of an epoch: the epoch less the reader's in the same batches. A recipe with
+``train.lazy_adam`` (``bow``'s) is also trained with Keras' Adam over every row, its recipe until
+2026-11-27, for a third table.
 
 Usage:
     python benchmarks/train_throughput.py              # full data: 15,000 train / 25,000 test, 4 epochs
@@ -202,7 +204,9 @@ def pipeline_contender(name: str, model: keras.Model, data, cfg: Config | None =
     token-id batches (how ``classify train`` trained every variant until 2026-11-26)."""
     timer = EpochTimer()
     trainer, train, _ = (
-        fit_inputs(model, data.train, None, cfg.data, SEED) if cfg else (model, data.train, None)
+        fit_inputs(model, data.train, None, cfg.data, SEED, cfg.train.lazy_adam)
+        if cfg
+        else (model, data.train, None)
     )
 
     def fit_epoch(epoch):
@@ -293,8 +297,8 @@ def benchmark(variant: str, overrides: list[str], epochs: int, ablation: bool, c
 
 
 #: What the n-gram rows set the config's recipe beside: ``nbow``'s and ``nbow_attention``'s until
-#: 2026-11-26 (batches of 256 at Adam 0.01 on token ids). ``bow``'s recipe has not changed: its
-#: "before" is its recipe on token ids.
+#: 2026-11-26 (batches of 256 at Adam 0.01 on token ids). ``bow``'s batches have not changed: its
+#: "before" is its recipe on token ids (where ``train.lazy_adam`` does nothing: Keras' Adam).
 BEFORE = {
     name: {"data.batch_size": 256, "train.learning_rate": 0.01}
     for name in ("nbow", "nbow_attention")
@@ -316,6 +320,8 @@ def ngram_benchmark(variant: str, overrides: list[str], epochs: int, keras_l2: b
     ]
     if keras_l2:
         ngram_runs.append(("recipe, Keras' L2", {}, True, False))
+    if load_config(VARIANT_CONFIGS / f"{variant}.yaml", overrides).train.lazy_adam:
+        ngram_runs.append(("recipe, dense Adam", {"train.lazy_adam": False}, True, False))
     for name, settings, as_classify, alone in ngram_runs:  # grows by the reader's runs
         extra = [f"{key}={value}" for key, value in settings.items()]
         cfg = load_config(VARIANT_CONFIGS / f"{variant}.yaml", [*overrides, *extra])
@@ -393,6 +399,22 @@ def print_ngram_rows(rows: list[dict], train_size: int, epochs: int) -> None:
         for row in penalised:
             keras_l2, ours = row["recipe, Keras' L2"]["seconds"], row["recipe"]["seconds"]
             print(f"| {row['variant']} | {keras_l2:.2f} | {ours:.2f} | {keras_l2 / ours:.2f}x |")
+    dense = [row for row in rows if "recipe, dense Adam" in row]
+    if dense:
+        print(
+            "\n### The recipe's lazy Adam (`train.lazy_adam`: each batch's kernel rows, XLA) "
+            "against Keras' Adam over every row (the recipe until 2026-11-27), both on features\n"
+        )
+        print("| variant | dense Adam: epoch (s) | lazy Adam: epoch (s) | dense / lazy | "
+              "test acc dense | test acc lazy |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|")
+        for row in dense:
+            old, new = row["recipe, dense Adam"], row["recipe"]
+            print(
+                f"| {row['variant']} | {old['seconds']:.2f} | {new['seconds']:.2f} | "
+                f"{old['seconds'] / new['seconds']:.2f}x | {old['accuracy']:.4f} | "
+                f"{new['accuracy']:.4f} |"
+            )
     branched = [row for row in rows if "reader" in row]
     if not branched:
         return

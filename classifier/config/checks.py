@@ -1,5 +1,5 @@
-"""Checks of config values that need more than a type and a range: a user's data source keys
-and names MLflow would refuse. :func:`classifier.config.schema.validate` calls them; each
+"""Checks of config values that need more than a type and a range: a user's data source keys,
+names MLflow would refuse, and what ``train.lazy_adam`` leaves out. :func:`classifier.config.schema.validate` calls them; each
 raises :class:`~classifier.errors.ConfigError` naming the key.
 
 Example:
@@ -65,3 +65,15 @@ def check_model_name(key: str, name: str) -> None:
     else:
         return
     raise ConfigError(f"{key}={name!r} cannot be an MLflow model name: {problem}")
+
+
+def check_lazy_adam(t: Any, bag_of_ngrams: bool) -> None:
+    """``train.lazy_adam`` (``t``: the ``TrainConfig``) on a bag of n-grams is plain Adam on the
+    batch's rows: no weight decay, no clipping, no loss scaling (mixed precision). Other
+    variants ignore it."""
+    if t.lazy_adam and bag_of_ngrams and (t.weight_decay or t.clipnorm or t.mixed_precision):
+        raise ConfigError(
+            "train.lazy_adam updates the rows of each batch's n-grams with plain Adam: "
+            "set train.weight_decay=0, train.clipnorm=null and train.mixed_precision=false, "
+            "or train.lazy_adam=false"
+        )

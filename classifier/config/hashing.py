@@ -43,6 +43,7 @@ LATER_KEYS: dict[str, Any] = {
     "data.label_field": "label",
     "data.labels": None,
     "train.early_stopping_min_delta": 0.0,
+    "train.lazy_adam": False,
 }
 #: Keys added before :data:`LATER_KEYS` existed, with the value runs recorded before them had
 #: (the pretraining section at its defaults: training ignores it).

@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from classifier.config import variants
-from classifier.config.checks import check_model_name, check_source
+from classifier.config.checks import check_lazy_adam, check_model_name, check_source
 from classifier.config.hashing import config_hash, config_hashes
 from classifier.config.pretrain import PretrainConfig, validate_pretrain
 from classifier.config.uris import check_init_from
@@ -143,6 +143,7 @@ class TrainConfig:
     mixed_precision: bool = False  # float16 compute, float32 weights (for a GPU; slow on CPU)
     weight_decay: float = 0.0  # > 0: AdamW's decoupled weight decay (0: plain Adam)
     clipnorm: float | None = None  # clip each gradient to this L2 norm (null: no clipping)
+    lazy_adam: bool = False  # bow, nbow: Adam moves each batch's kernel rows alone (XLA)
 
 
 @dataclass
@@ -288,6 +289,7 @@ def validate(config: Config) -> None:
             raise ConfigError(f"{key} must not be negative, got {flat[key]!r}")
     if t.clipnorm is not None and t.clipnorm <= 0:
         raise ConfigError(f"train.clipnorm must be positive, got {t.clipnorm!r}")
+    check_lazy_adam(t, bag_of_ngrams=variants.get(m.variant).explained_layer == "bag")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
     if m.init_from is not None:

@@ -42,6 +42,7 @@ from classifier.config.schema import DataConfig
 from classifier.data.batching import as_written, by_length, length_buckets
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
 from classifier.models.classifier import READER_LENGTH
+from classifier.models.optimizers import FusedAdam
 from classifier.runs.lifecycle import built_for_fit
 
 #: The most reviews (training and validation together, counted as their batches times the batch
@@ -49,6 +50,11 @@ from classifier.runs.lifecycle import built_for_fit
 #: (``nbow_attention``'s first 512 token ids add at most 0.4 GB).
 MAX_REVIEWS_IN_MEMORY = 100_000
 
+
+#: Lazy steps that one call of Keras' training function runs: a lazy step of 64 IMDB reviews takes
+#: about 1 ms, and a call of Keras' function about as long again (epochs of 0.34 s instead of
+#: 0.64 s, ``benchmarks/train_throughput.py``). Progress lines then move 16 batches at a time.
+LAZY_STEPS_PER_CALL = 16
 
 #: The layers of ``nbow_attention`` that end its attention reader and add its logits to the bag's.
 READER_LAYERS = {"attention_logits", "fused_logits"}
@@ -86,25 +92,97 @@ class NgramView(keras.Model):
     :func:`reader` takes a fourth input, the reviews' first token ids (B, T <= READER_LENGTH),
     and adds the reader's logits to the bag's with its own ``fused_logits`` layer."""
 
-    def __init__(self, classifier: keras.Model):
+    def __init__(self, classifier: keras.Model, lazy: bool = False):
         super().__init__(name=f"{classifier.name}_on_ngram_features")
         self.bag, self.head = classifier.get_layer("bag"), classifier.get_layer("head")
         self.reader = reader(classifier)
         self.fuse = classifier.get_layer("fused_logits") if self.reader else None
+        self.lazy = lazy
 
     def call(self, inputs, training=None):
+        rows = rows_with_dense_gradient(self.bag.kernel, inputs[1])  # (N, outputs)
+        return self.from_rows(rows, inputs, training)
+
+    def from_rows(self, rows, inputs, training=None, padded=False):
+        """The probabilities from ``rows``, the kernel rows of the batch's features (N,
+        outputs). ``padded``: features past the reviews' (:func:`feature_batches`' ``pad``)
+        count for none, and the shapes are XLA's (slower without XLA: 15 against 5 ms for a
+        batch of 1,024 ``nbow`` reviews)."""
         row_lengths, features, values = inputs[:3]
-        rows = rows_with_dense_gradient(self.bag.kernel, features)  # (N, outputs)
         if len(values.shape) == 1:
             values = values[:, None]
         reviews = tf.shape(row_lengths, out_type=tf.int64)[0]
-        of_review = tf.repeat(tf.range(reviews), row_lengths)  # ascending
-        summed = tf.math.segment_sum(rows * values, of_review)  # a row up to the last review
-        summed = tf.pad(summed, [[0, reviews - tf.shape(summed, out_type=tf.int64)[0]], [0, 0]])
-        logits = summed + self.bag.bias  # trailing reviews without a feature: 0 + bias
+        if padded:
+            of_review = review_of_each(row_lengths, tf.shape(features, out_type=tf.int64)[0])
+            summed = tf.math.unsorted_segment_sum(rows * values, of_review, reviews + 1)[:-1]
+        else:
+            of_review = tf.repeat(tf.range(reviews), row_lengths)  # ascending
+            summed = tf.math.segment_sum(rows * values, of_review)  # a row up to the last review
+            summed = tf.pad(summed, [[0, reviews - tf.shape(summed, out_type=tf.int64)[0]], [0, 0]])
+        logits = summed + self.bag.bias  # a review without a feature: 0 + bias
         if self.reader is not None:
             logits = self.fuse([logits, self.reader(inputs[3], training=training)])
         return self.head(logits)
+
+    def train_step(self, data):
+        """Keras' step; with ``lazy`` (``train.lazy_adam``) one whose Adam moves the kernel
+        rows of the batch's features alone, with the L2 penalty of those rows
+        (:meth:`~classifier.models.optimizers.FusedAdam.apply_to_rows`), compiled by XLA
+        (:meth:`rows_step`), then the bias and the head as Keras does. The pattern of Keras'
+        guide "Customizing what happens in fit()"."""
+        if not self.lazy:
+            return super().train_step(data)
+        inputs, labels = data
+        loss, probabilities, gradients = self.rows_step(inputs, labels)
+        others = [weight for weight in self.trainable_weights if weight is not self.bag.kernel]
+        self.optimizer.apply_gradients(zip(gradients, others, strict=True))  # counts the step
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss, sample_weight=tf.shape(labels)[0])  # as Keras
+            else:
+                metric.update_state(labels, probabilities)
+        return {metric.name: metric.result() for metric in self.metrics}
+
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
+    def rows_step(self, inputs, labels):
+        """The lazy step's XLA part: the loss and probabilities of a batch, its kernel rows
+        moved, and the gradients of the other variables (in ``trainable_weights``' order).
+        XLA, not Keras' ``jit_compile``: Keras refuses XLA while op determinism is on (every
+        run has it); on a CPU the step's scatters and segment sums run in order, so it is
+        deterministic (tests/training/test_ngram_features.py). It compiles once per shape of
+        the padded batches (:func:`padded_length`)."""
+        kernel = self.bag.kernel
+        others = [weight for weight in self.trainable_weights if weight is not kernel]
+        with tf.GradientTape() as tape:
+            rows = tf.gather(kernel, inputs[1])
+            probabilities = self.from_rows(rows, inputs, training=True, padded=True)
+            loss = self.compute_loss(y=labels, y_pred=probabilities)
+        row_gradients, *gradients = tape.gradient(loss, [rows, *others])
+        counted = tf.reduce_sum(tf.cast(inputs[0], tf.int64))  # the rest: padding
+        self.optimizer.apply_to_rows(kernel, inputs[1], row_gradients, self.bag.l2, counted)
+        return loss, probabilities, gradients
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras' loss; with ``lazy``, the cross-entropy alone: the kernel's L2 penalty moves
+        each batch's rows in the step instead, and a penalty over the whole kernel, whose
+        value alone reads a million rows, is not reported (``loss``, ``val_loss``)."""
+        if not self.lazy:
+            return super().compute_loss(x, y, y_pred, sample_weight, training)
+        return keras.ops.mean(keras.losses.sparse_categorical_crossentropy(y, y_pred))
+
+
+def review_of_each(row_lengths, features):
+    """The review (0 to B - 1) of each of ``features`` feature slots, the first
+    ``row_lengths[0]`` of review 0 and so on; B for the slots past the last review's. Shapes
+    known beforehand (``tf.repeat`` gives as many as the lengths sum to), so XLA compiles it.
+
+    Example:
+        >>> review_of_each(tf.constant([2, 0, 1], tf.int64), 5).numpy().tolist()
+        [0, 0, 2, 3, 3]
+    """
+    ends = tf.cumsum(row_lengths)  # where each review's features end
+    marks = tf.scatter_nd(ends[:, None], tf.ones_like(ends), [features + 1])
+    return tf.cumsum(marks)[:features]
 
 
 def rows_with_dense_gradient(table, ids):
@@ -133,11 +211,19 @@ def fit_inputs(
     validation: tf.data.Dataset | None,
     data: DataConfig,
     seed: int,
+    lazy: bool = False,
 ) -> tuple[keras.Model, tf.data.Dataset, tf.data.Dataset | None]:
     """What ``model.fit`` takes for the compiled ``model``: for a bag of n-grams its
     :class:`NgramView` and the reviews of ``train`` (shuffled with ``seed``) and ``validation``
     (token-id batches) as feature batches; for any other model, or more than
-    :data:`MAX_REVIEWS_IN_MEMORY` reviews or an unknown number of them, themselves."""
+    :data:`MAX_REVIEWS_IN_MEMORY` reviews or an unknown number of them, themselves.
+
+    ``lazy`` (``train.lazy_adam``; ``bow`` and ``nbow``, ``nbow_attention`` trains as without
+    it): the view's Adam moves each batch's kernel rows alone, in steps that XLA compiles
+    (:meth:`NgramView.rows_step`), :data:`LAZY_STEPS_PER_CALL` to a call of Keras' training
+    function, on training batches whose features are padded to one of a few lengths
+    (:func:`padded_length`): XLA compiles a handful of shapes, not one a batch. The model's
+    optimizer must be a :class:`~classifier.models.optimizers.FusedAdam`."""
     bag = ngram_bag(model)
     counts = [int(split.cardinality()) for split in (train, validation) if split is not None]
     unknown = min(counts) < 0  # tf.data's UNKNOWN or INFINITE cardinality
@@ -147,13 +233,22 @@ def fit_inputs(
     # them by position, and loading builds them from the classifier's variables.
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
-    view = NgramView(model)
-    view.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])
+    lazy = lazy and reader(model) is None
+    if lazy and not isinstance(model.optimizer, FusedAdam):
+        raise ValueError(f"lazy Adam needs FusedAdam, not {type(model.optimizer).__name__}")
+    view = NgramView(model, lazy=lazy)
+    view.compile(
+        optimizer=model.optimizer,
+        loss=model.loss,
+        metrics=["accuracy"],
+        steps_per_execution=LAZY_STEPS_PER_CALL if lazy else 1,
+    )
     read = READER_LENGTH if view.reader else 0
     boundaries = length_buckets(data.sequence_length) if read and data.bucket_by_length else None
 
     def batches(split: tf.data.Dataset, shuffle_seed: int | None) -> tf.data.Dataset:
-        return feature_batches(split, bag, data.batch_size, shuffle_seed, read, boundaries)
+        pad = lazy and shuffle_seed is not None  # the training batches: XLA's
+        return feature_batches(split, bag, data.batch_size, shuffle_seed, read, boundaries, pad)
 
     train = batches(train, seed)
     return (
@@ -170,6 +265,7 @@ def feature_batches(
     shuffle_seed: int | None = None,
     read: int = 0,
     boundaries: list[int] | None = None,
+    pad: bool = False,
 ) -> tf.data.Dataset:
     """``((row_lengths, features, values), labels)`` batches (:class:`NgramView`'s inputs) of
     the reviews in ``(ids, labels)`` batches: each review's distinct features computed once and
@@ -180,13 +276,20 @@ def feature_batches(
     With ``read`` > 0 the inputs also hold each review's first ``read`` token ids, padded to
     the batch's longest (``(row_lengths, features, values, ids)``); with ``boundaries`` a batch
     holds reviews whose length falls in one bucket, as
-    :func:`~classifier.data.batching.vectorize` batches them."""
+    :func:`~classifier.data.batching.vectorize` batches them. With ``pad`` a batch's features
+    and values are padded (id 0, value 0) to :func:`padded_length`, for XLA."""
     features, values, labels, lengths, first_ids = distinct_features(id_batches, bag, read)
 
     @as_written
     def batch(numbers):
         chosen = tf.gather(features, numbers)
         inputs = (chosen.row_lengths(), chosen.flat_values, tf.gather(values, numbers).flat_values)
+        if pad:
+            more = padded_length(tf.shape(chosen.flat_values)[0]) - tf.shape(chosen.flat_values)[0]
+            inputs = (
+                inputs[0],
+                *(tf.pad(x, [[0, more]] + [[0, 0]] * (x.shape.rank - 1)) for x in inputs[1:]),
+            )
         if read:
             inputs = (*inputs, tf.gather(first_ids, numbers).to_tensor())
         return inputs, tf.gather(labels, numbers)
@@ -200,6 +303,23 @@ def feature_batches(
         numbers, lambda number: tf.gather(lengths, number), lengths.numpy(), boundaries, batch_size
     )
     return buckets.map(batch).prefetch(tf.data.AUTOTUNE)
+
+
+def padded_length(n):
+    """``n`` rounded up to a multiple of a quarter of the power of two at or below it, and of
+    16: from 64 on, at most a quarter more and four lengths an octave. A bag of n-grams's
+    batches of 64 IMDB reviews hold 16,000 to 30,000 features: five lengths.
+
+    Example:
+        >>> [int(padded_length(n)) for n in (1, 17, 100, 20_000)]
+        [16, 32, 112, 20480]
+    """
+    n = tf.maximum(tf.cast(n, tf.int32), 1)
+    octave = tf.bitwise.left_shift(
+        1, tf.cast(tf.math.floor(tf.math.log(tf.cast(n, tf.float32)) / tf.math.log(2.0)), tf.int32)
+    )
+    step = tf.maximum(octave // 4, 16)
+    return (n + step - 1) // step * step
 
 
 class Reviews(NamedTuple):

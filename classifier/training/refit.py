@@ -94,7 +94,9 @@ def refit(
     mlflow.log_param("data.refit_train_reviews", reviews)
     mlflow.set_tag(REFIT_TAG, "true")
     echo(f"refit: a fresh model on all {reviews:,} labelled reviews for {epochs} epochs")
-    trainer, train_batches, _ = fit_inputs(model, data.train, None, cfg.data, cfg.train.seed)
+    trainer, train_batches, _ = fit_inputs(
+        model, data.train, None, cfg.data, cfg.train.seed, cfg.train.lazy_adam
+    )
     trainer.fit(
         train_batches,
         epochs=epochs,

@@ -183,7 +183,7 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
             echo, "epoch", cfg.train.epochs, sizes["train"], cfg.data.batch_size
         )
         trainer, train_batches, validation_batches = fit_inputs(
-            model, data.train, data.validation, cfg.data, seed
+            model, data.train, data.validation, cfg.data, seed, cfg.train.lazy_adam
         )
         trainer.fit(
             train_batches,

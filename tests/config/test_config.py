@@ -85,6 +85,21 @@ def test_bad_values_name_the_key_and_value(override, message):
     assert message in str(raised.value)
 
 
+def test_lazy_adam_refuses_what_it_does_not_apply_on_a_bag_of_ngrams():
+    message = (
+        "train.lazy_adam updates the rows of each batch's n-grams with plain Adam: set "
+        "train.weight_decay=0, train.clipnorm=null and train.mixed_precision=false, or "
+        "train.lazy_adam=false"
+    )
+    for other in ("train.weight_decay=0.01", "train.clipnorm=1.0", "train.mixed_precision=true"):
+        with pytest.raises(ConfigError) as raised:
+            load_config("configs/variants/bow.yaml", [other])
+        assert str(raised.value) == message
+    assert load_config("configs/variants/bow.yaml").train.lazy_adam
+    # Ignored by the variants it does not apply to, as model.l2 is.
+    assert load_config(None, ["train.lazy_adam=true", "train.clipnorm=1.0"]).train.lazy_adam
+
+
 def test_bad_override_syntax():
     with pytest.raises(ConfigError, match="must look like key=value"):
         load_config(None, ["model.num_heads"])

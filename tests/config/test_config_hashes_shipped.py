@@ -9,7 +9,8 @@ from classifier.config.schema import load_config
 
 #: ``load_config(path).config_hash()`` of every shipped config at commit 9267bb6; ``nbow``'s two
 #: since its recipe became batches of 1,024 at Adam 0.03 (2026-11-26: a new recipe, a new hash),
-#: and ``nbow_attention``'s since it took the same (later that day).
+#: ``nbow_attention``'s since it took the same (later that day), and ``bow``'s since its recipe
+#: took ``train.lazy_adam`` (2026-11-27; without it, it hashes as before: c4df302416a5).
 SHIPPED = {
     "configs/default.yaml": "a78397739452",
     "configs/pretrain-smoke.yaml": "78bdfe612ccd",
@@ -19,7 +20,7 @@ SHIPPED = {
     "configs/variants/attention.yaml": "a78397739452",
     "configs/variants/block.yaml": "c340d3c66470",
     "configs/variants/block_pos.yaml": "361ce266af02",
-    "configs/variants/bow.yaml": "c4df302416a5",
+    "configs/variants/bow.yaml": "d083ad13c47d",
     "configs/variants/encoder.yaml": "e3e7546202ad",
     "configs/variants/mha.yaml": "ee5cc08c9b6d",
     "configs/variants/nbow.yaml": "6b2d8c9e9024",
@@ -30,6 +31,12 @@ SHIPPED = {
 @pytest.mark.parametrize("path", sorted(SHIPPED))
 def test_a_shipped_config_hashes_as_before(path):
     assert load_config(path).config_hash() == SHIPPED[path]
+
+
+def test_bows_recipe_before_lazy_adam_hashes_as_it_did():
+    assert load_config("configs/variants/bow.yaml", ["train.lazy_adam=false"]).config_hash() == (
+        "c4df302416a5"
+    )
 
 
 def test_a_data_source_changes_the_hash():

@@ -47,3 +47,45 @@ def test_runs_train_with_it_and_a_checkpoint_restores_it(tmp_path):
     assert float(loaded.optimizer.learning_rate) == pytest.approx(0.01)
     for a, b in zip(model.optimizer.variables, loaded.optimizer.variables, strict=True):
         np.testing.assert_array_equal(np.array(b), np.array(a))
+
+
+def lazy_adam_reference(table, m, v, step, ids, row_gradients, lr, l2, b1=0.9, b2=0.999, eps=1e-7):
+    """TensorFlow Addons' LazyAdam in NumPy: each distinct id's summed gradient (plus the L2
+    penalty's) moves that row and its moments; the other rows keep theirs."""
+    table, m, v = table.copy(), m.copy(), v.copy()
+    for row in np.unique(ids):
+        g = row_gradients[ids == row].sum(axis=0) + 2 * l2 * table[row]
+        m[row] = b1 * m[row] + (1 - b1) * g
+        v[row] = b2 * v[row] + (1 - b2) * g * g
+        alpha = lr * np.sqrt(1 - b2**step) / (1 - b1**step)
+        table[row] -= alpha * m[row] / (np.sqrt(v[row]) + eps)
+    return table, m, v
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_rows_alone_move_as_lazy_adam_moves_them(compiled):
+    rng = np.random.default_rng(1)
+    start = rng.normal(size=(30, 2)).astype("float32")
+    table, bias = keras.Variable(start), keras.Variable(np.zeros(2, "float32"))
+    adam = FusedAdam(0.05)
+    adam.build([table, bias])
+
+    def step_rows(ids, gradients):  # two slots of padding: row 20 (counted nowhere), row 3
+        padded = tf.concat([ids, tf.constant([20, 3], tf.int32)], 0)
+        padding = tf.constant([[5.0, -5.0], [5.0, 5.0]])
+        adam.apply_to_rows(table, padded, tf.concat([gradients, padding], 0), 0.1, counted=12)
+
+    step_rows = tf.function(step_rows, jit_compile=True) if compiled else step_rows
+    expected = (start, np.zeros_like(start), np.zeros_like(start))
+    for step in range(1, 6):
+        ids = rng.integers(0, 10, 12).astype("int32")  # rows 10-29 never, repeats every step
+        ids[0] = 3  # and row 3 every step, counted once besides its padding
+        gradients = rng.normal(size=(12, 2)).astype("float32")
+        step_rows(tf.constant(ids), tf.constant(gradients))
+        adam.apply([tf.ones(2)], [bias])  # the step's other variables: counts the step
+        expected = lazy_adam_reference(*expected, step, ids, gradients, 0.05, 0.1)
+    moments = adam._momentums[0].numpy(), adam._velocities[0].numpy()
+    for got, want in zip((table.numpy(), *moments), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(table.numpy()[10:], start[10:])  # untouched, bit for bit
+    assert np.abs(table.numpy()[:10] - start[:10]).max() > 0.1

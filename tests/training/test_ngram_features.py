@@ -15,13 +15,16 @@ import tensorflow as tf
 from classifier.config.schema import DataConfig, ModelConfig
 from classifier.data.batching import length_buckets
 from classifier.models.classifier import build_classifier
+from classifier.models.optimizers import FusedAdam
 from classifier.training import ngram_features
 from classifier.training.ngram_features import (
     NgramView,
     distinct_features,
     feature_batches,
     fit_inputs,
+    padded_length,
 )
+from tests.training.test_fused_adam import lazy_adam_reference
 
 VOCAB, LENGTH, BUCKETS = 40, 16, 64
 
@@ -240,3 +243,94 @@ def test_a_readers_batches_hold_each_review_once_in_the_buckets_of_its_length():
     unbucketed = dataclasses.replace(data, bucket_by_length=False)
     _, train, _ = fit_inputs(model, id_batches(ids, numbers), None, unbucketed, 1)
     assert int(train.cardinality()) == 15  # any 4 reviews a batch
+
+
+def lazy_classifier(seed: int = 0) -> keras.Model:
+    """:func:`classifier` ``bow``, compiled with the runs' optimizer (lazy Adam is its method)."""
+    model = classifier("bow", seed=seed)
+    model.compile(optimizer=FusedAdam(0.05), loss=model.loss, metrics=["accuracy"])
+    return model
+
+
+def test_lazy_adam_moves_only_the_rows_of_the_batches_features_in_padded_batches():
+    model = lazy_classifier()
+    ids = token_ids(40, seed=5)
+    ids[ids == 7] = 6  # id 7 in no review: its unigram row must stay as it was
+    labels = ids[:, 0] % 2
+    kernel = np.array(model.get_layer("bag").kernel)
+    data = DataConfig(batch_size=8, sequence_length=LENGTH)
+    view, train, validation = fit_inputs(
+        model, id_batches(ids, labels), id_batches(ids, labels), data, 1, lazy=True
+    )
+    assert view.lazy
+    kernel_now = model.get_layer("bag").kernel
+    for (row_lengths, flat, values), _ in train:  # padded for XLA, with id 0 and value 0
+        real = int(np.sum(row_lengths))
+        assert len(flat) == int(padded_length(real)) == len(values) and len(flat) % 16 == 0
+        assert not np.any(flat[real:]) and not np.any(values[real:])
+        padded = view.from_rows(
+            tf.gather(kernel_now, flat), (row_lengths, flat, values), padded=True
+        )
+        unpadded = view((row_lengths, flat[:real], values[:real]))
+        np.testing.assert_allclose(padded, unpadded, rtol=1e-6, atol=1e-7)
+    for (row_lengths, flat, _), _ in validation:  # validation as before
+        assert int(np.sum(row_lengths)) == len(flat)
+    history = view.fit(train, validation_data=validation, epochs=3, shuffle=False, verbose=0)
+    assert int(model.optimizer.iterations) == 3 * train.cardinality()
+    features, *_ = distinct_features(id_batches(ids, labels), model.get_layer("bag"))
+    used = np.unique(features.flat_values.numpy())
+    unused = np.setdiff1d(np.arange(len(kernel)), used)
+    assert 7 in unused and 0 in unused
+    now = np.array(model.get_layer("bag").kernel)
+    np.testing.assert_array_equal(now[unused], kernel[unused])  # bit for bit
+    assert np.abs(now[used] - kernel[used]).min() > 0  # every used row moved
+    moments = model.optimizer._momentums[0].numpy(), model.optimizer._velocities[0].numpy()
+    assert not np.any(moments[0][unused]) and not np.any(moments[1][unused])
+    # The losses it reports are the cross-entropy, without the kernel's L2 penalty.
+    cross_entropy = keras.losses.sparse_categorical_crossentropy(labels, model(ids))
+    assert history.history["val_loss"][-1] == pytest.approx(float(np.mean(cross_entropy)), 1e-5)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_a_lazy_step_is_the_reference_lazy_adam_on_the_views_row_gradients():
+    model = lazy_classifier()
+    ids = token_ids(8, seed=6)
+    labels = np.arange(8) % 2
+    reviews = distinct_features([(ids, labels)], model.get_layer("bag"))
+    inputs = (reviews.features.row_lengths(), reviews.features.flat_values)
+    inputs = (*inputs, reviews.values.flat_values)
+    view = NgramView(model, lazy=True)
+    view.compile(optimizer=model.optimizer, loss=model.loss, metrics=["accuracy"])
+    bag = model.get_layer("bag")
+    kernel = np.array(bag.kernel)
+    with tf.GradientTape() as tape:  # the cross-entropy's gradient with respect to each row
+        rows = tf.gather(bag.kernel, inputs[1])
+        loss = view.compute_loss(y=labels, y_pred=view.from_rows(rows, inputs))
+    row_gradients = tape.gradient(loss, rows).numpy()
+    model.optimizer.build(model.trainable_variables)
+    view.train_step((inputs, tf.constant(labels)))
+    zeros = np.zeros_like(kernel)
+    want, *_ = lazy_adam_reference(
+        kernel, zeros, zeros, 1, inputs[1].numpy(), row_gradients, 0.05, bag.l2
+    )
+    np.testing.assert_allclose(np.array(bag.kernel), want, rtol=1e-5, atol=1e-6)
+
+
+def test_lazy_training_is_deterministic_and_leaves_a_reader_to_keras_adam():
+    kernels = []
+    for _ in range(2):
+        keras.utils.set_random_seed(3)
+        model = lazy_classifier()
+        ids = token_ids(40, seed=5)
+        view, train, _ = fit_inputs(
+            model, id_batches(ids, ids[:, 0] % 2), None, DataConfig(batch_size=8), 1, lazy=True
+        )
+        view.fit(train, epochs=2, shuffle=False, verbose=0)
+        kernels.append(np.array(model.get_layer("bag").kernel))
+    np.testing.assert_array_equal(*kernels)
+    fused = classifier("nbow_attention")
+    fused.compile(optimizer=FusedAdam(0.05), loss=fused.loss)
+    batches = id_batches(token_ids(16), np.arange(16) % 2)
+    assert not fit_inputs(fused, batches, None, DataConfig(), 1, lazy=True)[0].lazy
+    with pytest.raises(ValueError, match="lazy Adam needs FusedAdam, not Adam"):
+        fit_inputs(classifier("bow"), batches, None, DataConfig(), 1, lazy=True)

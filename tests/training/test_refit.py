@@ -17,6 +17,7 @@ from classifier.runs.resume import newest_whole_checkpoint
 from classifier.serving.keras_engine import vectorizer_of
 from classifier.serving.registry import load_model
 from classifier.sweeps.compare import compare
+from classifier.training import ngram_features
 from classifier.training.train import train
 from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 
@@ -115,3 +116,34 @@ def test_without_refit_the_validation_reviews_stay_out(store, fixture_data_dir):
     assert "data.refit_train_reviews" not in run.data.params and "refit" not in run.data.tags
     model = load_model("models:/imdb-norefit-test@newest")
     assert VALIDATION_ONLY_WORD not in vectorizer_of(model).get_vocabulary()
+
+
+def test_bows_recipe_trains_and_refits_with_lazy_adam(store, fixture_data_dir, monkeypatch):
+    views = []  # both phases train a lazy view
+
+    class Recorded(ngram_features.NgramView):
+        def __init__(self, classifier, lazy=False):
+            super().__init__(classifier, lazy)
+            views.append(lazy)
+
+    monkeypatch.setattr(ngram_features, "NgramView", Recorded)
+    cfg = load_config(
+        "configs/variants/bow.yaml",
+        [
+            *fixture_data_overrides(fixture_data_dir),
+            "train.epochs=3",
+            "train.early_stopping_patience=null",
+            "train.learning_rate=0.05",
+            "train.refit=true",
+            "train.registered_model=imdb-refit-lazy-test",
+            "experiment=refit-lazy-tests",
+        ],
+    )
+    assert cfg.train.lazy_adam
+    result = train(cfg, echo=lambda line: None)
+    assert views == [True, True]
+    client = MlflowClient()
+    assert client.get_run(result.run_id).data.params["train.lazy_adam"] == "True"
+    losses = [m.value for m in client.get_metric_history(result.run_id, "refit_train_loss")]
+    assert len(losses) == result.best_epoch and losses == sorted(losses, reverse=True)
+    assert result.test_metrics["test_accuracy"] >= 0.9  # the fixture's cue words, learnt

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import keras
 import mlflow
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
@@ -139,12 +140,18 @@ def test_a_crash_marks_the_run_failed_and_resume_finishes_it(store, fixture_data
         train(resume=run_id)
 
 
-def test_an_nbow_run_resumes_with_its_optimizers_state(store, fixture_data_dir, monkeypatch):
-    """``nbow`` trains a view over its n-gram features; its checkpoint is the classifier with
-    the optimizer's moments and step count, and a resumed run goes on from them."""
+@pytest.mark.parametrize(
+    "variant", [["model.variant=nbow"], ["model.variant=bow", "train.lazy_adam=true"]]
+)
+def test_an_nbow_run_resumes_with_its_optimizers_state(
+    store, fixture_data_dir, monkeypatch, variant
+):
+    """``nbow`` trains a view over its n-gram features (``bow`` with lazy Adam too); its
+    checkpoint is the classifier with the optimizer's moments and step count, and a resumed run
+    goes on from them."""
     from classifier.config.schema import load_config
 
-    extra = ["model.variant=nbow", "train.epochs=4"]
+    extra = [*variant, "train.epochs=4"]
     cfg = load_config(None, [*overrides(fixture_data_dir, batch_size=16), *extra])
     real_epoch_end = training.EpochTracker.on_epoch_end
 
@@ -168,6 +175,8 @@ def test_an_nbow_run_resumes_with_its_optimizers_state(store, fixture_data_dir, 
         path = newest_whole_checkpoint(run_id, "checkpoint", Path(folder))
         optimizer = keras.models.load_model(path / "last.keras", safe_mode=True).optimizer
         assert int(optimizer.iterations) == 4 * 8  # 120 reviews in 8 batches an epoch, 4 epochs
+        moments = [optimizer._momentums[0].numpy(), optimizer._velocities[0].numpy()]
+        assert all(np.any(moment) for moment in moments)
 
 
 def test_resume_errors_are_one_line(store):

@@ -1,6 +1,7 @@
 """Checks of config values that need more than a type and a range: a user's data source keys,
-names MLflow would refuse, and what ``train.lazy_adam`` leaves out. :func:`classifier.config.schema.validate` calls them; each
-raises :class:`~classifier.errors.ConfigError` naming the key.
+names MLflow would refuse, and what ``train.lazy_adam`` leaves out.
+:func:`classifier.config.schema.validate` calls them; each raises
+:class:`~classifier.errors.ConfigError` naming the key.
 
 Example:
     >>> check_model_name("train.registered_model", "imdb-sentiment")  # fine: returns None

@@ -1,5 +1,6 @@
 """Helpers shared by the tests of predict, registry, explain, reviews and the bag-of-n-grams
-models: the CLI runner, the texts, a tiny untrained end-to-end model, a trained fixture model."""
+models: the CLI runner, the texts, a tiny untrained end-to-end model, a trained fixture model,
+and lazy Adam in NumPy."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 
 import keras
 import mlflow
+import numpy as np
 from click.testing import CliRunner
 
 from classifier.cli.main import cli
@@ -110,3 +112,16 @@ def train_bag_fixture(
         run_id=result.run_id, artifact_path="model.keras", dst_path=str(folder)
     )
     return result, load_keras_model(local), cfg
+
+
+def lazy_adam_reference(table, m, v, step, ids, row_gradients, lr, l2, b1=0.9, b2=0.999, eps=1e-7):
+    """TensorFlow Addons' LazyAdam in NumPy: each distinct id's summed gradient (plus the L2
+    penalty's) moves that row and its moments; the other rows keep theirs."""
+    table, m, v = table.copy(), m.copy(), v.copy()
+    for row in np.unique(ids):
+        g = row_gradients[ids == row].sum(axis=0) + 2 * l2 * table[row]
+        m[row] = b1 * m[row] + (1 - b1) * g
+        v[row] = b2 * v[row] + (1 - b2) * g * g
+        alpha = lr * np.sqrt(1 - b2**step) / (1 - b1**step)
+        table[row] -= alpha * m[row] / (np.sqrt(v[row]) + eps)
+    return table, m, v

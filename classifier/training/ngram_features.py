@@ -97,7 +97,13 @@ class NgramView(keras.Model):
         self.bag, self.head = classifier.get_layer("bag"), classifier.get_layer("head")
         self.reader = reader(classifier)
         self.fuse = classifier.get_layer("fused_logits") if self.reader else None
-        self.lazy = lazy
+        self.lazy = lazy and self.reader is None  # a reader's view trains as without it
+
+    @property
+    def others(self) -> list:
+        """The trainable variables but the bag's kernel, in ``trainable_weights``' order: what
+        a lazy step leaves to the optimizer's ``apply_gradients``."""
+        return [weight for weight in self.trainable_weights if weight is not self.bag.kernel]
 
     def call(self, inputs, training=None):
         rows = rows_with_dense_gradient(self.bag.kernel, inputs[1])  # (N, outputs)
@@ -134,8 +140,7 @@ class NgramView(keras.Model):
             return super().train_step(data)
         inputs, labels = data
         loss, probabilities, gradients = self.rows_step(inputs, labels)
-        others = [weight for weight in self.trainable_weights if weight is not self.bag.kernel]
-        self.optimizer.apply_gradients(zip(gradients, others, strict=True))  # counts the step
+        self.optimizer.apply_gradients(zip(gradients, self.others, strict=True))  # counts the step
         for metric in self.metrics:
             if metric.name == "loss":
                 metric.update_state(loss, sample_weight=tf.shape(labels)[0])  # as Keras
@@ -146,18 +151,17 @@ class NgramView(keras.Model):
     @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def rows_step(self, inputs, labels):
         """The lazy step's XLA part: the loss and probabilities of a batch, its kernel rows
-        moved, and the gradients of the other variables (in ``trainable_weights``' order).
+        moved, and the gradients of :attr:`others`.
         XLA, not Keras' ``jit_compile``: Keras refuses XLA while op determinism is on (every
         run has it); on a CPU the step's scatters and segment sums run in order, so it is
         deterministic (tests/training/test_ngram_features.py). It compiles once per shape of
         the padded batches (:func:`padded_length`)."""
         kernel = self.bag.kernel
-        others = [weight for weight in self.trainable_weights if weight is not kernel]
         with tf.GradientTape() as tape:
             rows = tf.gather(kernel, inputs[1])
             probabilities = self.from_rows(rows, inputs, training=True, padded=True)
             loss = self.compute_loss(y=labels, y_pred=probabilities)
-        row_gradients, *gradients = tape.gradient(loss, [rows, *others])
+        row_gradients, *gradients = tape.gradient(loss, [rows, *self.others])
         counted = tf.reduce_sum(tf.cast(inputs[0], tf.int64))  # the rest: padding
         self.optimizer.apply_to_rows(kernel, inputs[1], row_gradients, self.bag.l2, counted)
         return loss, probabilities, gradients
@@ -233,10 +237,10 @@ def fit_inputs(
     # them by position, and loading builds them from the classifier's variables.
     if not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)
-    lazy = lazy and reader(model) is None
+    view = NgramView(model, lazy=lazy)
+    lazy = view.lazy
     if lazy and not isinstance(model.optimizer, FusedAdam):
         raise ValueError(f"lazy Adam needs FusedAdam, not {type(model.optimizer).__name__}")
-    view = NgramView(model, lazy=lazy)
     view.compile(
         optimizer=model.optimizer,
         loss=model.loss,

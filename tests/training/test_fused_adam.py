@@ -11,6 +11,7 @@ import tensorflow as tf
 from classifier.config.schema import TrainConfig
 from classifier.models.optimizers import FusedAdam
 from classifier.training.build import optimizer
+from tests.model_helpers import lazy_adam_reference
 
 
 @pytest.mark.parametrize("clipnorm", [None, 0.5])
@@ -47,19 +48,6 @@ def test_runs_train_with_it_and_a_checkpoint_restores_it(tmp_path):
     assert float(loaded.optimizer.learning_rate) == pytest.approx(0.01)
     for a, b in zip(model.optimizer.variables, loaded.optimizer.variables, strict=True):
         np.testing.assert_array_equal(np.array(b), np.array(a))
-
-
-def lazy_adam_reference(table, m, v, step, ids, row_gradients, lr, l2, b1=0.9, b2=0.999, eps=1e-7):
-    """TensorFlow Addons' LazyAdam in NumPy: each distinct id's summed gradient (plus the L2
-    penalty's) moves that row and its moments; the other rows keep theirs."""
-    table, m, v = table.copy(), m.copy(), v.copy()
-    for row in np.unique(ids):
-        g = row_gradients[ids == row].sum(axis=0) + 2 * l2 * table[row]
-        m[row] = b1 * m[row] + (1 - b1) * g
-        v[row] = b2 * v[row] + (1 - b2) * g * g
-        alpha = lr * np.sqrt(1 - b2**step) / (1 - b1**step)
-        table[row] -= alpha * m[row] / (np.sqrt(v[row]) + eps)
-    return table, m, v
 
 
 @pytest.mark.parametrize("compiled", [False, True])

@@ -24,7 +24,7 @@ from classifier.training.ngram_features import (
     fit_inputs,
     padded_length,
 )
-from tests.training.test_fused_adam import lazy_adam_reference
+from tests.model_helpers import lazy_adam_reference
 
 VOCAB, LENGTH, BUCKETS = 40, 16, 64
 

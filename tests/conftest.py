@@ -167,14 +167,16 @@ def fixture_overrides(fixture_data_dir) -> list[str]:
 
 @pytest.fixture(scope="session")
 def store_template(tmp_path_factory) -> Path:
-    """An empty SQLite tracking store, made once per test process by MLflow itself (its schema
-    migrations take 1.5 to 2 s); each module's :func:`store` starts as a copy of it.
-    tests/runs/test_tracking.py makes its fresh stores from nothing."""
+    """An empty SQLite tracking store, made once per test session by MLflow itself (its schema
+    migrations take 1.5 to 2 s; the workers share it); each module's :func:`store` starts as a
+    copy of it. tests/runs/test_tracking.py makes its fresh stores from nothing."""
     from mlflow.tracking import MlflowClient
 
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    MlflowClient(f"sqlite:///{path}").search_experiments()  # creates the tables
-    return path
+    def make(folder: Path) -> Path:
+        MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()  # the tables
+        return folder / "mlflow.db"
+
+    return once_per_session(tmp_path_factory, "mlflow-template", make)
 
 
 def empty_store(template: Path, folder: Path) -> str:
@@ -261,30 +263,33 @@ TRAINED_EXPERIMENT = "predict-tests"
 @pytest.fixture(scope="session")
 def trained_store(tmp_path_factory, store_template, fixture_data_dir):
     """A store holding one run: a tiny encoder trained on the fixture reviews, registered as
-    ``imdb-sentiment``; ``(its mlflow.db, TrainResult)``. Trained once per test process; each
-    module that uses :func:`trained` gets a copy of the store."""
+    ``imdb-sentiment``; ``(its mlflow.db, TrainResult)``. Trained once per test session (the
+    workers share it); each module that uses :func:`trained` gets a copy of the store."""
     from classifier.config.schema import load_config
     from classifier.runs.store_paths import sqlite_path
     from classifier.serving.registry import DEFAULT_MODEL_NAME
     from classifier.training.train import train
 
-    uri = empty_store(store_template, tmp_path_factory.mktemp("trained"))
-    cfg = load_config(
-        None,
-        [
-            *fixture_data_overrides(fixture_data_dir),
-            "model.variant=encoder",
-            "model.num_layers=1",
-            "train.epochs=4",
-            "train.learning_rate=0.01",
-            f"train.registered_model={DEFAULT_MODEL_NAME}",
-            f"experiment={TRAINED_EXPERIMENT}",
-        ],
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", uri)
-        result = train(cfg, echo=lambda line: None)
-    return sqlite_path(uri), result
+    def make(folder: Path):
+        uri = empty_store(store_template, folder)
+        cfg = load_config(
+            None,
+            [
+                *fixture_data_overrides(fixture_data_dir),
+                "model.variant=encoder",
+                "model.num_layers=1",
+                "train.epochs=4",
+                "train.learning_rate=0.01",
+                f"train.registered_model={DEFAULT_MODEL_NAME}",
+                f"experiment={TRAINED_EXPERIMENT}",
+            ],
+        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MLFLOW_TRACKING_URI", uri)
+            result = train(cfg, echo=lambda line: None)
+        return sqlite_path(uri), result
+
+    return once_per_session(tmp_path_factory, "trained-store", make)
 
 
 @pytest.fixture(scope="module")

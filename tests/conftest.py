@@ -296,11 +296,13 @@ def trained_store(tmp_path_factory, store_template, fixture_data_dir):
 def trained(store, trained_store):
     """A tiny encoder trained on the fixture reviews, registered as ``imdb-sentiment`` in the
     module's store: a copy of :func:`trained_store`'s, so that what one module registers or
-    moves (another version, an alias) no other module sees. The run's artefacts stay where
-    it wrote them (its experiment's folder, which the copy names); the module's new runs in
-    that experiment write theirs beside them, each in its own run's folder. MLflow's tracking
-    and registry URIs and its active experiment are left as training in the module's store
-    leaves them (a test that set them to another store may have run before)."""
+    moves (another version, an alias) no other module sees. The run's artefacts stay where it
+    wrote them (its experiment's folder, which the copy names); the module's new runs in that
+    experiment write theirs beside them, each in its own run's folder. Those artefacts are
+    shared by every module and test worker: a test that changes one replaces it whole
+    (``os.replace``) and puts it back. MLflow's tracking and registry URIs and its active
+    experiment are left as training in the module's store leaves them (a test that set them to
+    another store may have run before)."""
     import mlflow
 
     from classifier.runs.store_paths import sqlite_path

@@ -289,7 +289,8 @@ def feature_batches(
         chosen = tf.gather(features, numbers)
         inputs = (chosen.row_lengths(), chosen.flat_values, tf.gather(values, numbers).flat_values)
         if pad:
-            more = padded_length(tf.shape(chosen.flat_values)[0]) - tf.shape(chosen.flat_values)[0]
+            length = tf.shape(chosen.flat_values)[0]
+            more = padded_length(length) - length
             inputs = (
                 inputs[0],
                 *(tf.pad(x, [[0, more]] + [[0, 0]] * (x.shape.rank - 1)) for x in inputs[1:]),

@@ -103,7 +103,7 @@ predict: $(STAMP) ## Classify FILE with the newest registered model (make predic
 # Every script in benchmarks/ (machine.py is their helper); one-off probes live in experiments/.
 BENCHMARKS := attention_kernels train_throughput predict_throughput explain_startup baseline_sklearn \
 	allocator data_scale sst5_baselines fasttext_vs_nbow sweep_throughput sweep_load run_fixed_cost \
-	suite_cpu
+	suite_cpu serve_load
 BENCH_OUT = benchmarks/results$(if $(QUICK),-quick).md
 # What the benchmarks compare with (sst5_baselines.py, fasttext_vs_nbow.py): never a dependency
 # of classify.

@@ -84,6 +84,11 @@ class SweepError(UserError, ValueError):
     """A sweep or experiment to compare does not exist or holds no finished runs."""
 
 
+class InputError(UserError, ValueError):
+    """A text sent to a served model is not one it classifies: not a string, empty, or longer
+    than the model reads; the message names the row."""
+
+
 class ExplainError(UserError):
     """The model has no attention layer to explain, or the review has no words."""
 

@@ -1,11 +1,13 @@
 """Helpers shared by the tests of predict, registry, explain, reviews and the bag-of-n-grams
 models: the CLI runner, the texts, a tiny untrained end-to-end model, a trained fixture model,
-and lazy Adam in NumPy."""
+lazy Adam in NumPy, and predicting from many threads at once."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import random
+import threading
 from collections.abc import Iterator
 
 import keras
@@ -125,3 +127,36 @@ def lazy_adam_reference(table, m, v, step, ids, row_gradients, lr, l2, b1=0.9, b
         alpha = lr * np.sqrt(1 - b2**step) / (1 - b1**step)
         table[row] -= alpha * m[row] / (np.sqrt(v[row]) + eps)
     return table, m, v
+
+
+def mixed_length_texts(count: int, seed: int = 0) -> list[str]:
+    """``count`` reviews of 1 to 300 words from a small movie vocabulary, so that batches of
+    them take input shapes of many widths."""
+    words = (POSITIVE + " " + NEGATIVE).replace(",", "").replace(".", "").split()
+    rng = random.Random(seed)
+    return [
+        " ".join(rng.choice(words) for _ in range(rng.choice([1, 3, 8, 20, 60, 300])))
+        for _ in range(count)
+    ]
+
+
+def answers_from_threads(predict, requests: list, clients: int = 16) -> list:
+    """``predict(request)`` of every request, ``clients`` threads at once, all released
+    together; the answers in request order (an exception is the answer it raised)."""
+    start = threading.Barrier(clients)
+    answers: list = [None] * len(requests)
+
+    def client(first: int) -> None:
+        start.wait()
+        for index in range(first, len(requests), clients):
+            try:
+                answers[index] = predict(requests[index])
+            except Exception as error:  # noqa: BLE001 - the test compares it with the answer due
+                answers[index] = error
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers

@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from classifier.errors import ModelError, first_line
-from classifier.serving.litert_engine import read_checked, without_delegate_note
+from classifier.serving.interpreters import without_delegate_note
+from classifier.serving.litert_engine import read_checked
 
 NGRAMS_FILE = "ngrams.npz"
 ATTENTION_FILE = "attention.tflite"

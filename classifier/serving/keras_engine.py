@@ -11,6 +11,7 @@ Example (a trained model)::
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -72,15 +73,21 @@ def labels_of(model: keras.Model) -> tuple[str, ...]:
 
 
 _PREDICTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PREDICTORS_MADE = threading.Lock()
 
 
 def _predictor(model: keras.Model) -> Callable[[list[str], int], np.ndarray]:
-    """``(texts, batch_size) -> class probabilities (N, K)``, cached while the model lives."""
-    predict = _PREDICTORS.get(model)
-    if predict is None:
-        parts = _vectorizer_and_classifier(model)
-        predict = _TwoSteps(*parts) if parts else _EndToEnd(model)
-        _PREDICTORS[model] = predict
+    """``(texts, batch_size) -> class probabilities (N, K)``, cached while the model lives.
+
+    Threads may predict at once (a ``tf.function`` may be called from several); the first of
+    them makes the model's predictor, the others wait for it rather than trace their own.
+    """
+    with _PREDICTORS_MADE:
+        predict = _PREDICTORS.get(model)
+        if predict is None:
+            parts = _vectorizer_and_classifier(model)
+            predict = _TwoSteps(*parts) if parts else _EndToEnd(model)
+            _PREDICTORS[model] = predict
     return predict
 
 

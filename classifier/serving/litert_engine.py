@@ -29,23 +29,12 @@ default model's bundle (10,000 words, 256 tokens) and classifying one review ans
 After start-up it classifies the 25,000 test reviews as fast as the Keras path or faster
 (4,436 against 3,086 reviews/s in one run, 4,586 against 4,647 in another), on one core.
 
-**One interpreter, resized per batch** (chosen by measurement; default-size ``attention`` and
-2-layer ``encoder`` models, the 25,000 test reviews, batches of 64, 2 cores busy with other work):
-
-- ``resize_tensor_input`` + ``allocate_tensors`` costs 0.05 to 0.15 ms (about 30 ms once, when
-  the arena first grows to (64, 256)); the first ``invoke`` after a resize re-plans XNNPACK:
-  +0.1 to +4 ms for ``attention``, +4 to +13 ms for ``encoder``, against 1 to 45 ms (``attention``)
-  and 4 to 106 ms (``encoder``) per batch of 64 at widths 32 to 240.
-- Every batch cut to its longest review (285 resizes in all) against widths rounded up to
-  multiples of 16 (90 resizes, more padding): 5.4 against 5.6 CPU seconds (``attention``),
-  19.9 against 19.6 (``encoder``), medians of 4: equal within the noise; multiples of 32 were
-  slower (7.0 s for ``attention``). One interpreter per shape was 2x slower for ``encoder``:
-  each new interpreter packs its weights for XNNPACK on its first ``invoke``.
-- XNNPACK (LiteRT's default CPU delegate) against the built-in kernels, one (64, 256) batch:
-  45 against 309 ms (``attention``), 102 against 242 ms (``encoder``).
-- Threads: the default (one) stays. Two threads ran ``attention`` 1.55x faster on idle cores
-  (2.5 against 4.5 s of ``invoke``), but 10 to 15% slower with other work on them, and
-  ``encoder`` no faster; ``load_bundle(path, num_threads=2)`` asks for more.
+**An interpreter per thread at work, each resized per batch.** A call borrows an idle
+interpreter of the model, or makes one when every one is busy, so that no two threads ever share
+one (``mlflow models serve`` predicts from several threads at once; LiteRT's ``invoke`` lets go of
+the GIL, so they run in parallel). An interpreter is resized only when a batch's shape differs
+from its previous one's. What was measured for each choice (a pool against one interpreter, resizing
+against fixed widths, XNNPACK, LiteRT's own threads): docs/serving.md, "The LiteRT engine".
 
 Example (a run's bundle)::
 
@@ -57,9 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sys
-import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +56,7 @@ import numpy as np
 from classifier.data.tokenizer import TRUNCATE_SIDES, Tokenizer
 from classifier.errors import ModelError, first_line
 from classifier.serving.batching import MAX_CHUNK, length_sorted_batches
+from classifier.serving.interpreters import ResizedInterpreter
 
 BUNDLE_FORMAT = "imdb-classifier-litert-bundle"
 FORMAT_VERSION = 1
@@ -82,8 +70,6 @@ VOCABULARY_FILE = "vocabulary.txt"
 DEFAULT_BATCH_SIZE = (
     64  # as classifier.serving.predict: on CPU, small batches of long reviews run fastest
 )
-#: What LiteRT prints on stderr (fd 2) the first time it applies XNNPACK in a process.
-_DELEGATE_NOTE = b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n"
 
 
 @dataclass(frozen=True)
@@ -108,7 +94,8 @@ class BundleModel:
     It stands where ``classifier.serving.predict`` takes a Keras model: :meth:`predict_texts` is
     ``predict_texts(model, texts, batch_size)``, and :attr:`sequence_length` and
     :attr:`truncate` (also on :attr:`tokenizer`) are what ``vectorizer_of(model)`` gives.
-    One LiteRT interpreter does the work: use one ``BundleModel`` per thread.
+    Several threads may predict with one ``BundleModel`` at once: each call borrows an
+    interpreter of its own (module docstring).
 
     Args:
         info: the bundle's description.
@@ -130,8 +117,6 @@ class BundleModel:
         num_threads: int | None = None,
         folder: Path | None = None,
     ):
-        from ai_edge_litert.interpreter import Interpreter  # 0.02 to 0.15 s
-
         self.info = info
         self.folder = folder  # where it was loaded from (None: built in memory)
         self.tokenizer = tokenizer
@@ -140,13 +125,11 @@ class BundleModel:
         self.labels = info.labels
         self.sequence_length = info.sequence_length
         self.truncate = info.truncate
-        self._interpreter = Interpreter(model_content=model_content, num_threads=num_threads)
-        (inputs,) = self._interpreter.get_input_details()
-        (outputs,) = self._interpreter.get_output_details()
-        self._input = inputs["index"]
-        self._output = outputs["index"]
-        self._shape: tuple[int, int] | None = None
-        self.resizes = 0  # how often the interpreter was resized (for benchmarks)
+        self._content = model_content
+        self._num_threads = num_threads
+        self._lock = threading.Lock()
+        self._idle = [ResizedInterpreter(model_content, num_threads)]
+        self._made = list(self._idle)  # every interpreter, idle or lent
 
     def __repr__(self) -> str:
         return (
@@ -154,10 +137,21 @@ class BundleModel:
             f"truncate={self.truncate!r}, vocabulary={len(self.tokenizer.vocabulary):,})"
         )
 
+    @property
+    def resizes(self) -> int:
+        """How often its interpreters were resized, all together (for benchmarks)."""
+        return sum(interpreter.resizes for interpreter in self._made)
+
+    @property
+    def interpreters(self) -> int:
+        """How many interpreters it has made: the most threads that predicted at once."""
+        return len(self._made)
+
     def predict_ids(self, token_ids: np.ndarray) -> np.ndarray:
         """Class probabilities (B, num_classes) float32 of token ids (B, W), W <= sequence_length.
 
-        The interpreter is resized only when the shape differs from the previous call's.
+        Safe to call from several threads at once: each call runs on an interpreter of its own
+        (module docstring).
         """
         token_ids = np.ascontiguousarray(token_ids, dtype=np.int64)
         if token_ids.ndim != 2 or not 1 <= token_ids.shape[1] <= self.sequence_length:
@@ -165,18 +159,17 @@ class BundleModel:
                 f"token ids must have shape (B, W) with 1 <= W <= {self.sequence_length}, got "
                 f"{token_ids.shape}"
             )
-        shape = (int(token_ids.shape[0]), int(token_ids.shape[1]))
-        if shape != self._shape:
-            self._interpreter.resize_tensor_input(self._input, shape, strict=False)
-            if self._shape is None:
-                without_delegate_note(self._interpreter.allocate_tensors)
-            else:
-                self._interpreter.allocate_tensors()
-            self._shape = shape
-            self.resizes += 1
-        self._interpreter.set_tensor(self._input, token_ids)
-        self._interpreter.invoke()
-        return self._interpreter.get_tensor(self._output).copy()
+        with self._lock:
+            interpreter = self._idle.pop() if self._idle else None
+        if interpreter is None:
+            interpreter = ResizedInterpreter(self._content, self._num_threads)
+            with self._lock:
+                self._made.append(interpreter)
+        try:
+            return interpreter.run(token_ids)
+        finally:
+            with self._lock:
+                self._idle.append(interpreter)
 
     def predict_texts(
         self, texts: Sequence[str | bytes], batch_size: int = DEFAULT_BATCH_SIZE
@@ -210,28 +203,6 @@ class BundleModel:
         for rows, width in length_sorted_batches(lengths, batch_size):
             probabilities[rows] = self.predict_ids(token_ids[rows, :width])
         return probabilities
-
-
-def without_delegate_note(allocate) -> None:
-    """Call ``allocate()`` with stderr's file descriptor caught, then pass on what it printed
-    except LiteRT's note that it uses XNNPACK (``classify`` prints nothing on success)."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no usable fd 2: nothing to keep clean
-        allocate()
-        return
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        try:
-            allocate()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            caught.seek(0)
-            rest = caught.read().replace(_DELEGATE_NOTE, b"", 1)
-            if rest:
-                os.write(2, rest)
 
 
 # --- reading a bundle --------------------------------------------------------------------------
@@ -361,8 +332,8 @@ def read_checked(folder: Path, name: str, files: dict, shown: str) -> bytes:
 
 
 def _check_signature(model: BundleModel, num_classes: int, shown: str) -> None:
-    (inputs,) = model._interpreter.get_input_details()
-    (outputs,) = model._interpreter.get_output_details()
+    (inputs,) = model._idle[0].interpreter.get_input_details()
+    (outputs,) = model._idle[0].interpreter.get_output_details()
     if (
         len(inputs["shape_signature"]) != 2
         or inputs["dtype"] != np.int64

@@ -325,13 +325,12 @@ def classify_files(
     or note) goes to ``err``. A closed output pipe (``| head``) ends the work quietly.
     """
     reporter = Reporter(err)
-    vectorizer = model if hasattr(model, "predict_texts") else _vectorizer(model)
     reviews = read_reviews(
         paths,
         reporter,
         per_line=per_line,
-        max_bytes=review_byte_limit(vectorizer.sequence_length),
-        keep=vectorizer.truncate,
+        max_bytes=max_review_bytes(model),
+        keep=_reading(model).truncate,
         stdin=stdin,
     )
     predictions = classify(model, reviews, batch_size=batch_size, threshold=threshold)
@@ -341,6 +340,18 @@ def classify_files(
     except BrokenPipeError:
         _silence_stdout()
     return reporter.failed
+
+
+def max_review_bytes(model) -> int:
+    """Bytes of one review read for ``model`` (:func:`~classifier.serving.reviews.review_byte_limit`
+    of its sequence length): a file's longer review is cut to them, a request's refused."""
+    return review_byte_limit(_reading(model).sequence_length)
+
+
+def _reading(model):
+    """What says how ``model`` reads a review (``sequence_length``, ``truncate``): a bundle
+    itself, a Keras model its vectorizer."""
+    return model if hasattr(model, "predict_texts") else _vectorizer(model)
 
 
 def _vectorizer(model):

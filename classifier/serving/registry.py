@@ -157,22 +157,18 @@ def runtime_requirements() -> list[str]:
     return pins
 
 
-def log_pyfunc_model(
-    keras_path: Path,
-    registered_name: str,
-    example: list[str],
-    bundle: Path | None = None,
-    labels: tuple[str, ...] = ("negative", "positive"),
-):
-    """Log the end-to-end model as an MLflow pyfunc model, register it, move the alias to it.
-    Its signature names the outputs: for more than two ``labels``, a probability column per
-    class (:class:`~classifier.serving.pyfunc.SentimentModel`).
+def pyfunc_signature(labels: tuple[str, ...]):
+    """The ``ModelSignature`` of the pyfunc model of a classifier of ``labels``: one input
+    column of any JSON value, the outputs of :class:`~classifier.serving.pyfunc.SentimentModel`
+    (for more than two ``labels``, a probability column per class).
 
-    Returns:
-        the ``ModelVersion`` that was registered.
+    Example:
+        >>> pyfunc_signature(("negative", "positive")).outputs.input_names()
+        ['label', 'positive_probability', 'known_share']
     """
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
+    from mlflow.types.schema import AnyType
 
     if len(labels) == 2:
         outputs = [ColSpec("double", "positive_probability")]
@@ -181,10 +177,28 @@ def log_pyfunc_model(
     outputs.append(ColSpec("double", "known_share"))
     if len(labels) > 2:
         outputs += [ColSpec("double", f"P({name})") for name in labels]
-    signature = ModelSignature(
-        inputs=Schema([ColSpec("string")]),  # a list of review strings
+    return ModelSignature(
+        # A list of reviews, each value passed on as the client sent it: a "string" column
+        # would have MLflow turn null into "None" and 42 into "42" before the model could
+        # refuse them (SentimentModel.predict checks every row).
+        inputs=Schema([ColSpec(AnyType())]),
         outputs=Schema([ColSpec("string", "label"), *outputs]),
     )
+
+
+def log_pyfunc_model(
+    keras_path: Path,
+    registered_name: str,
+    example: list[str],
+    bundle: Path | None = None,
+    labels: tuple[str, ...] = ("negative", "positive"),
+):
+    """Log the end-to-end model as an MLflow pyfunc model (:func:`pyfunc_signature`), register
+    it, move the alias to it.
+
+    Returns:
+        the ``ModelVersion`` that was registered.
+    """
     # MLflow prints 'Registered model ... Created version ...' itself; the caller reports it.
     disable_logging()
     try:
@@ -197,7 +211,7 @@ def log_pyfunc_model(
             },
             code_paths=[str(PACKAGE_DIR)],
             pip_requirements=runtime_requirements(),
-            signature=signature,
+            signature=pyfunc_signature(labels),
             input_example=example,
             registered_model_name=registered_name,
         )

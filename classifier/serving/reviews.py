@@ -4,7 +4,9 @@ Inputs are files or ``-`` (stdin): one review per file, or one per line (``per_l
 review is read within a bounded number of bytes (:func:`review_byte_limit`; a longer one is cut
 at the end the model keeps, at a word boundary, with a note), bytes that are not UTF-8 are
 replaced (with a warning), and a bad input is reported on one line by a :class:`Reporter`
-without stopping the others. No TensorFlow here: this module imports only the standard library.
+without stopping the others. The texts of a request to a served model follow the same rules
+(:func:`request_texts`), a bad one refused in one line. No TensorFlow here: this module imports
+only the standard library and :mod:`classifier.errors`.
 
 Example:
     >>> import io
@@ -26,6 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from classifier.errors import InputError
+
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 #: Bytes read per review: enough for ``sequence_length`` words with a wide margin.
@@ -43,6 +47,64 @@ def review_byte_limit(sequence_length: int) -> int:
         (65536, 262144)
     """
     return max(MIN_REVIEW_BYTES, BYTES_PER_WORD * sequence_length)
+
+
+def request_texts(values: Iterable[object], max_bytes: int) -> list[str]:
+    """The texts of a request to a served model: each a string of at most ``max_bytes`` bytes
+    in UTF-8 (:func:`review_byte_limit`, as for ``classify predict``: a file's longer review is
+    cut with a note, a request's is refused, since the client can send less). A blank text is
+    a text: the model answers it ``unknown``, as it always has.
+
+    Raises:
+        InputError: one line naming the first bad row (numbered from 1) and what it holds, and
+            how many other rows are bad.
+
+    Example:
+        >>> request_texts(["A wonderful film.", "Dull."], max_bytes=100)
+        ['A wonderful film.', 'Dull.']
+        >>> request_texts(["Fine.", None, 42], max_bytes=100)
+        Traceback (most recent call last):
+        ...
+        classifier.errors.InputError: row 2: null, not a text (and 1 more bad row)
+    """
+    texts: list[str] = []
+    problems: list[str] = []
+    for row, value in enumerate(values, start=1):
+        problem = _text_problem(value, max_bytes)
+        if problem is None:
+            texts.append(value)  # type: ignore[arg-type] - a str, as _text_problem checked
+        else:
+            problems.append(f"row {row}: {problem}")
+    if problems:
+        more = len(problems) - 1
+        also = f" (and {more:,} more bad row{'s' if more > 1 else ''})" if more else ""
+        raise InputError(problems[0] + also)
+    return texts
+
+
+def _text_problem(value: object, max_bytes: int) -> str | None:
+    """What is wrong with ``value`` as a review to classify, or ``None``."""
+    if not isinstance(value, str):
+        return f"{_json_kind(value)}, not a text"
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        return f"{size:,} bytes of UTF-8; a review may have at most {max_bytes:,}"
+    return None
+
+
+def _json_kind(value: object) -> str:
+    """How a JSON value that is not a string reads to the client who sent it."""
+    if value is None or (isinstance(value, float) and value != value):  # pandas' NaN for null
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)) or hasattr(value, "__array__"):
+        return "a list"
+    return f"a {type(value).__name__}"
 
 
 @dataclass(frozen=True)

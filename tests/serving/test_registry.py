@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -17,14 +16,24 @@ from pathlib import Path
 
 import keras
 import mlflow
+import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import ModelConfig
 from classifier.models.classifier import build_classifier
 from classifier.serving.registry import DEFAULT_MODEL_NAME
-from tests.model_helpers import NEGATIVE, POSITIVE, one_error_line, run, untrained
-from tests.servers import wait_until_answering
+from classifier.serving.reviews import review_byte_limit
+from tests.model_helpers import (
+    NEGATIVE,
+    POSITIVE,
+    answers_from_threads,
+    mixed_length_texts,
+    one_error_line,
+    run,
+    untrained,
+)
+from tests.servers import free_port, wait_until_answering
 
 # --- naming a model --------------------------------------------------------------------------
 
@@ -141,17 +150,14 @@ def test_a_classifier_without_its_vectorizer_is_refused(tmp_path, reviews):
 # --- serving through MLflow ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_mlflow_models_serve_answers_invocations(trained, store, tmp_path):
-    port = _free_port()
+@pytest.fixture(scope="module")
+def served(trained, store, tmp_path_factory):
+    """The registered model served by ``mlflow models serve`` (one worker) on a free port, as
+    docs/serving.md starts it; its base URL."""
+    port = free_port()
     env = dict(os.environ, MLFLOW_TRACKING_URI=store)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # uvicorn
-    log = tmp_path / "serve.log"
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
     command = [sys.executable, "-m", "mlflow", "models", "serve"]
     command += ["-m", f"models:/{DEFAULT_MODEL_NAME}@newest", "--env-manager", "local"]
     command += ["-p", str(port), "--host", "127.0.0.1"]
@@ -162,17 +168,109 @@ def test_mlflow_models_serve_answers_invocations(trained, store, tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_answering(f"{base}/ping", server, log, timeout=120, interval=1)
-        body = json.dumps({"inputs": [POSITIVE, NEGATIVE]}).encode()
-        request = urllib.request.Request(
-            f"{base}/invocations", data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            answer = json.loads(response.read())
-        predictions = answer["predictions"]
-        assert [p["label"] for p in predictions] == ["positive", "negative"]
-        assert predictions[0]["positive_probability"] > 0.5 > predictions[1]["positive_probability"]
+        yield base
     finally:
         _stop(server)
+
+
+def post(base: str, body: object) -> tuple[int, dict]:
+    """POST ``body`` as JSON to ``/invocations``: the status and the decoded answer."""
+    request = urllib.request.Request(
+        f"{base}/invocations",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_mlflow_models_serve_answers_invocations(served):
+    status, answer = post(served, {"inputs": [POSITIVE, NEGATIVE, " \n"]})
+    assert status == 200
+    predictions = answer["predictions"]
+    assert [p["label"] for p in predictions] == ["positive", "negative", "unknown"]
+    assert predictions[0]["positive_probability"] > 0.5 > predictions[1]["positive_probability"]
+
+
+def test_concurrent_requests_get_the_answers_each_gets_alone(served):
+    texts = mixed_length_texts(192, seed=3)
+    bodies = [{"inputs": texts[i : i + 1 + i % 3]} for i in range(0, len(texts), 2)]
+    alone = [post(served, body) for body in bodies]
+    together = answers_from_threads(lambda body: post(served, body), bodies, clients=16)
+    assert [status for status, _ in alone] == [status for status, _ in together] == [200] * 96
+    # Requests that meet are predicted in one batch, padded to other widths: padding is masked,
+    # so the numbers are the same but for float rounding.
+    for (_, expected), (_, answer) in zip(alone, together, strict=True):
+        assert [p["label"] for p in answer["predictions"]] == [
+            p["label"] for p in expected["predictions"]
+        ]
+        for field in ("positive_probability", "known_share"):
+            np.testing.assert_allclose(
+                [p[field] for p in answer["predictions"]],
+                [p[field] for p in expected["predictions"]],
+                rtol=0,
+                atol=1e-6,
+            )
+
+
+LIMIT = review_byte_limit(24)  # the fixture model reads 24 words (tests/conftest.py): 64 KiB
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ({"inputs": [None]}, "row 1: null, not a text"),
+        ({"inputs": [POSITIVE, 42]}, "row 2: a number (42), not a text"),
+        ({"inputs": [POSITIVE, ["a", "b"]]}, "row 2: a list, not a text"),
+        ({"inputs": [{"review": "a"}]}, "row 1: a list, not a text"),
+        ({"inputs": [True, None, "ok"]}, "row 1: true, not a text (and 1 more bad row)"),
+        (
+            {"inputs": ["é" * (LIMIT // 2 + 1)]},
+            f"row 1: {LIMIT + 2:,} bytes of UTF-8; a review may have at most {LIMIT:,}",
+        ),
+        (
+            {"dataframe_split": {"columns": ["review"], "data": [["fine"], [None]]}},
+            "row 2: null, not a text",
+        ),
+    ],
+    ids=[
+        "null",
+        "number",
+        "list",
+        "object",
+        "several",
+        "too-long",
+        "frame",
+    ],
+)
+def test_bad_input_is_refused_in_one_line_naming_the_row(served, body, line):
+    status, answer = post(served, body)
+    assert status == 400
+    assert answer == {
+        "error_code": "INVALID_PARAMETER_VALUE",
+        "message": line,
+        "sqlstate": answer["sqlstate"],
+        "error_class": "INVALID_PARAMETER_VALUE",
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"inputs": []}, "missing inputs"),
+        ({}, "must be a JSON dictionary with exactly one of the input fields"),
+        ({"text": ["a"]}, "must be a JSON dictionary with exactly one of the input fields"),
+    ],
+    ids=["empty-list", "no-field", "other-field"],
+)
+def test_requests_mlflow_refuses_itself_get_a_400_without_a_stack_trace(served, body, fragment):
+    status, answer = post(served, body)
+    assert status == 400
+    assert fragment in answer["message"] and "stack_trace" not in answer
+    assert "predictions" not in answer
 
 
 def _stop(server: subprocess.Popen) -> None:

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import tensorflow_datasets as tfds
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+from mlflow.types.schema import AnyType
 
 from classifier.config.schema import load_config
 from classifier.config.variants import SOURCE_KEYS
@@ -141,7 +143,12 @@ def test_pyfunc_model_predicts_a_list_of_strings(finished):
     assert out["label"].tolist() == ["positive", "negative"]
     probabilities = out["positive_probability"].to_numpy()
     assert probabilities[0] > 0.5 > probabilities[1]
-    assert model.metadata.get_input_schema().input_types()[0].name == "string"
+    # Any JSON value reaches the model as sent, which refuses what is not a review itself
+    # (a string column would have MLflow make "None" of null first).
+    assert isinstance(model.metadata.get_input_schema().input_types()[0], AnyType)
+    with pytest.raises(MlflowException) as refused:
+        model.predict(["a great film", None])
+    assert refused.value.message == "row 2: null, not a text"
 
 
 def test_a_second_run_gets_a_new_version_and_the_alias(store, fixture_data_dir, finished):

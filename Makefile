@@ -58,6 +58,7 @@ pretrain: $(STAMP) ## Pretrain the encoder on the unlabelled reviews (PRETRAIN_C
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); echo $$(( n < 4 ? n : 4 )))
 
 test: $(STAMP) ## Run the tests, real-data tests included, a worker per core and one more, up to 4 (TEST_JOBS=0: none)
+	scripts/test_setup.sh
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP) ## Check lint and formatting with ruff

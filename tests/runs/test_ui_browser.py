@@ -1,5 +1,5 @@
 """The MLflow UI in a real browser: ``make ui`` on a store that holds a small sweep, its printed
-address opened in headless Chromium (Debian's ``chromium``, which ``.ci/run`` installs), and the
+address opened in headless Chromium (Debian's ``chromium``, which ``make test`` installs), and the
 runs view checked for the sweep's runs, their metric columns and no error."""
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ def swept(store, fixture_data_dir, tmp_path_factory) -> Path:
 
 def test_the_runs_view_lists_the_sweeps_runs_with_their_metric_columns(swept, store):
     chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium is not installed (apt-get install chromium; .ci/run does)"
+    assert chromium, (
+        "Debian's chromium is not installed (make test installs it: scripts/test_setup.sh)"
+    )
     mlflow.set_tracking_uri(store)
     experiment = MlflowClient().get_experiment_by_name(EXPERIMENT)
     runs = MlflowClient().search_runs([experiment.experiment_id])

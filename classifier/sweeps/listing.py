@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from classifier.sweeps.spec import (
     SweepPoint,
     SweepSpec,
-    describe,
     search_hash,
     search_point,
     spec_hash,
-    yaml_value,
 )
+from classifier.sweeps.spec_values import describe, yaml_value
 
 
 def describe_points(spec: SweepSpec, points: Sequence[SweepPoint]) -> str:
@@ -24,7 +23,7 @@ def describe_points(spec: SweepSpec, points: Sequence[SweepPoint]) -> str:
         >>> print(describe_points(spec, expand(spec)))
         sweep quick: 6 points in experiment imdb-sweeps-quick (base configs/default.yaml, spec hash ...)
         every point: data.train_size=4000 ...
-        1  attention seed=1  model.variant=attention train.seed=1  config ...
+        1  attention seed=1  recipe=attention train.seed=1  config ...
         ...
     """
     if spec.search is not None:

@@ -13,6 +13,15 @@ of points and a grid (dotted config keys; every point is combined with every gri
     grid:
       train.seed: [1, 2, 3]
 
+A point may start from a recipe instead of the base: ``recipe: nbow`` reads
+``variants/nbow.yaml`` beside the base config (``configs/variants/nbow.yaml``), then the spec's
+overrides, the point's own keys and the grid apply over it, so a sweep trains a variant exactly as
+its recipe says, naming it instead of copying it:
+
+    points:
+      - {recipe: nbow}                                  # configs/variants/nbow.yaml
+      - {recipe: encoder, model.position: learned}      # the recipe, one key changed
+
 Instead of points and a grid, a spec may hold a ``search:`` section: ranges for config keys
 that Optuna's TPE sampler draws from, trial after trial, aiming at the best validation accuracy:
 
@@ -44,14 +53,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from classifier.config.schema import Config, flatten, load_config
 from classifier.config.yaml_files import read_yaml_mapping
 from classifier.errors import ConfigError
 from classifier.sweeps.compare import group_key, group_labels, params_of
+from classifier.sweeps.spec_values import (
+    RECIPE,
+    check_key,
+    describe,
+    scalar_value,
+    settings_of,
+    text_value,
+)
 
 SPEC_KEYS = ("name", "base", "experiment", "overrides", "points", "grid", "search")
+#: The folder of recipes beside the base config (a point names one with ``recipe: NAME``).
+RECIPES = "variants"
 SEARCH_KEYS = ("trials", "seed", "space")
 
 
@@ -125,16 +142,16 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise ConfigError(
             f"{where}: unknown key {unknown[0]!r}; a sweep spec takes {', '.join(SPEC_KEYS)}"
         )
-    name = _text(where, "name", tree.get("name", path.stem))
+    name = text_value(where, "name", tree.get("name", path.stem))
     if "base" not in tree:
         raise ConfigError(f"{where}: 'base' is missing: the config every point starts from")
-    base = Path(os.path.normpath(path.parent / _text(where, "base", tree["base"])))
+    base = Path(os.path.normpath(path.parent / text_value(where, "base", tree["base"])))
     if not base.is_file():
         raise ConfigError(f"{where}: base config not found: {base}")
     experiment = tree.get("experiment")
     if experiment is not None:
-        experiment = _text(where, "experiment", experiment)
-    overrides = _settings(where, "overrides", tree.get("overrides") or {})
+        experiment = text_value(where, "experiment", experiment)
+    overrides = settings_of(where, "overrides", tree.get("overrides") or {})
     points_tree = tree.get("points")
     if points_tree is None:
         points = [{}]
@@ -144,8 +161,7 @@ def load_spec(path: str | Path) -> SweepSpec:
         )
     else:
         points = [
-            _settings(where, f"points[{number}]", point or {})
-            for number, point in enumerate(points_tree, 1)
+            _point(where, number, point or {}, base) for number, point in enumerate(points_tree, 1)
         ]
     grid_tree = tree.get("grid") or {}
     if not isinstance(grid_tree, dict):
@@ -158,14 +174,39 @@ def load_spec(path: str | Path) -> SweepSpec:
             raise ConfigError(
                 f"{where}: grid.{key} must be a non-empty list of values, got {values!r}"
             )
-        grid[key] = [_scalar(where, f"grid.{key}", value) for value in values]
-        _check_key(where, f"grid.{key}", key)
+        grid[key] = [scalar_value(where, f"grid.{key}", value) for value in values]
+        check_key(where, f"grid.{key}", key)
     search = None
     if "search" in tree:
         if "points" in tree or "grid" in tree:
             raise ConfigError(f"{where}: a spec has points and a grid, or a search, not both")
         search = _search(where, tree["search"])
     return SweepSpec(path, name, base, experiment, overrides, points, grid, search)
+
+
+def _point(where: str, number: int, tree: Any, base: Path) -> dict[str, Any]:
+    """Check a point: config keys, and maybe the ``recipe`` it starts from."""
+    if not isinstance(tree, dict) or RECIPE not in tree:
+        return settings_of(where, f"points[{number}]", tree)
+    recipe = tree[RECIPE]
+    point = settings_of(where, f"points[{number}]", {k: v for k, v in tree.items() if k != RECIPE})
+    if not isinstance(recipe, str) or not recipe_path(base, recipe).is_file():
+        known = ", ".join(sorted(path.stem for path in (base.parent / RECIPES).glob("*.yaml")))
+        raise ConfigError(
+            f"{where}: points[{number}].recipe: no recipe {recipe!r} in "
+            f"{base.parent / RECIPES}; the recipes are {known}"
+        )
+    return {RECIPE: recipe, **point}
+
+
+def recipe_path(base: Path, name: str) -> Path:
+    """The file of recipe ``name``: ``variants/NAME.yaml`` beside the base config.
+
+    Example:
+        >>> recipe_path(Path("configs/default.yaml"), "nbow").as_posix()
+        'configs/variants/nbow.yaml'
+    """
+    return base.parent / RECIPES / f"{name}.yaml"
 
 
 def _search(where: str, tree: Any) -> SearchSpec:
@@ -194,11 +235,11 @@ def _search(where: str, tree: Any) -> SearchSpec:
     space: dict[str, dict[str, Any] | list[Any]] = {}
     for key, value in space_tree.items():
         path = f"search.space.{key}"
-        _check_key(where, path, key)
+        check_key(where, path, key)
         if isinstance(value, list):
             if not value:
                 raise ConfigError(f"{where}: {path} must list at least one value")
-            space[key] = [_scalar(where, path, choice) for choice in value]
+            space[key] = [scalar_value(where, path, choice) for choice in value]
             continue
         if (
             not isinstance(value, dict)
@@ -247,8 +288,8 @@ def search_point(spec: SweepSpec, number: int, values: Mapping[str, Any]) -> Swe
 def expand(spec: SweepSpec) -> list[SweepPoint]:
     """Resolve every point times every grid combination into a validated config.
 
-    Overrides apply in this order: the base config, the spec's ``overrides``, the point, the
-    grid values, the spec's ``experiment``.
+    Overrides apply in this order: the base config (or the point's recipe), the spec's
+    ``overrides``, the point, the grid values, the spec's ``experiment``.
 
     Raises:
         ConfigError: a point has a bad key or value (the message names the point and the key),
@@ -256,7 +297,7 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
 
     Example:
         >>> [p.overrides for p in expand(load_spec("configs/sweeps/quick.yaml"))][0]
-        {'model.variant': 'attention', 'train.seed': 1}
+        {'recipe': 'attention', 'train.seed': 1}
     """
     where = f"sweep spec {spec.path}"
     if spec.search is not None:
@@ -268,11 +309,13 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
         for combination in combinations:
             own = {**point, **dict(zip(spec.grid, combination, strict=True))}
             settings = {**spec.overrides, **own}
+            recipe = settings.pop(RECIPE, None)
             if spec.experiment is not None:
                 settings["experiment"] = spec.experiment
             index = len(points) + 1
+            base = spec.base if recipe is None else recipe_path(spec.base, recipe)
             try:
-                config = load_config(spec.base, settings=settings)
+                config = load_config(base, settings=settings)
             except ConfigError as error:
                 raise ConfigError(f"{where}, point {index} ({describe(own)}): {error}") from None
             digest = config.config_hash()
@@ -313,55 +356,3 @@ def search_hash(spec: SweepSpec) -> str:
     search = spec.search
     text = json.dumps([base, search.trials, search.seed, search.space], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def describe(overrides: Mapping[str, Any]) -> str:
-    """Overrides as ``key=value`` words (YAML spelling of the values).
-
-    Example:
-        >>> describe({"model.variant": "encoder", "train.seed": 1})
-        'model.variant=encoder train.seed=1'
-    """
-    return " ".join(f"{key}={yaml_value(value)}" for key, value in overrides.items()) or "-"
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _text(where: str, key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _settings(where: str, key: str, tree: Any) -> dict[str, Any]:
-    """Check a mapping of dotted config keys to values (nested mappings are flattened)."""
-    if not isinstance(tree, dict):
-        raise ConfigError(f"{where}: {key} must map config keys to values, got {tree!r}")
-    settings = {}
-    for name, value in flatten(tree).items():
-        _check_key(where, f"{key}.{name}", name)
-        settings[str(name)] = _scalar(where, f"{key}.{name}", value)
-    return settings
-
-
-def _check_key(where: str, path: str, key: Any) -> None:
-    if not isinstance(key, str):
-        raise ConfigError(f"{where}: {path}: config keys are dotted strings, got {key!r}")
-    if key in ("experiment", "extends"):
-        raise ConfigError(
-            f"{where}: {path}: a sweep cannot set {key!r} per point; use the spec's "
-            f"top-level 'experiment' and 'base' keys"
-        )
-
-
-def _scalar(where: str, path: str, value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    raise ConfigError(f"{where}: {path} must be a single value, got {value!r}")
-
-
-def yaml_value(value: Any) -> str:
-    """One value as YAML text that reads back the same (``1.0e-05``, ``null``, ``'true'``)."""
-    text = yaml.safe_dump(value, default_flow_style=True, width=math.inf).strip()
-    return text.removesuffix("\n...").strip()

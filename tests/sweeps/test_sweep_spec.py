@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from classifier.config.schema import flatten, load_config
 from classifier.errors import ConfigError
 from classifier.sweeps.spec import expand, load_spec, spec_hash
+from tests.conftest import ROOT
 from tests.sweep_helpers import EPOCHS, EXPERIMENT, invoke, spec_tree, write_spec
 
 
@@ -87,6 +89,19 @@ def test_yaml_values_survive_the_override_round_trip(tmp_path, fixture_data_dir)
             "points 1 and 3 are the same run",
         ),
         ({"overrides": {"train.seed": [1, 2]}}, "overrides.train.seed must be a single value"),
+        (
+            {"points": [{"recipe": "rnn"}]},
+            "points[1].recipe: no recipe 'rnn' in ",
+        ),
+        ({"points": [{"recipe": ["nbow"]}]}, "points[1].recipe: no recipe ['nbow'] in "),
+        (
+            {"overrides": {"recipe": "nbow"}},
+            "overrides.recipe: a recipe is named by a point ({recipe: NAME}), not here",
+        ),
+        (
+            {"grid": {"recipe": ["nbow", "bow"]}},
+            "grid.recipe: a recipe is named by a point ({recipe: NAME}), not here",
+        ),
     ],
 )
 def test_bad_specs_are_rejected_naming_the_key(tmp_path, fixture_data_dir, change, message):
@@ -128,3 +143,52 @@ def test_unreadable_specs_are_one_line_naming_the_file(tmp_path, content, messag
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
     assert result.output.startswith(f"classify: error: sweep spec {spec} ")
     assert message in result.output
+
+
+# --- recipes by reference ---------------------------------------------------------------------
+
+#: What configs/sweeps/variants.yaml sets over each recipe, besides the seed: no refit, its own
+#: registered model and experiment.
+SWEEP_KEYS = {"train.refit", "train.registered_model", "train.seed", "experiment"}
+
+
+def test_each_point_of_make_sweep_trains_its_recipe_as_the_recipe_says():
+    spec = load_spec("configs/sweeps/variants.yaml")
+    points = expand(spec)
+    assert len(points) == 27
+    for point in points:
+        recipe = load_config(f"configs/variants/{point.overrides['recipe']}.yaml")
+        own = {key for key in point.overrides if key not in ("recipe", "train.seed")}
+        differ = {
+            key
+            for key, value in flatten(point.config.to_dict()).items()
+            if flatten(recipe.to_dict()).get(key) != value
+        }
+        assert differ <= SWEEP_KEYS | own, (point.name, differ - SWEEP_KEYS - own)
+        assert not point.config.train.refit and point.config.train.seed in (1, 2, 3)
+    # make train's model, trained by the sweep with make train's settings (but its refit).
+    nbow = next(p for p in points if p.overrides["recipe"] == "nbow").config
+    train = load_config("configs/train.yaml")
+    assert (nbow.data.batch_size, nbow.train.learning_rate) == (1024, 0.03)
+    assert (nbow.data.batch_size, nbow.train.learning_rate) == (
+        train.data.batch_size,
+        train.train.learning_rate,
+    )
+    bow = next(p for p in points if p.overrides["recipe"] == "bow").config
+    assert bow.train.lazy_adam
+
+
+def test_a_point_changes_its_recipe_and_the_spec_overrides_apply_over_it(tmp_path):
+    spec = write_spec(
+        tmp_path / "recipes.yaml",
+        {
+            "base": str(ROOT / "configs" / "default.yaml"),
+            "overrides": {"train.epochs": 2},
+            "points": [{"recipe": "encoder", "model.position": "learned"}],
+        },
+    )
+    (point,) = expand(load_spec(spec))
+    encoder = load_config("configs/variants/encoder.yaml")
+    assert point.config.model.position == "learned"
+    assert point.config.model.dropout == encoder.model.dropout == 0.3
+    assert point.config.train.epochs == 2 != encoder.train.epochs

@@ -10,7 +10,7 @@ and the labelled splits (train 15,000, validation 10,000, test 25,000), all as t
 ``export RESULTS WEIGHTS IDS_DIR``: the encoder that ``run`` pretrained, logged as ``classify
 pretrain`` logs one (experiment ``imdb-pretrain``, registered ``imdb-encoder``, alias
 ``newest``), so that ``classify train`` fine-tunes from it here
-(``configs/sweeps/pretraining-gpu.yaml``).
+(``experiments/sweeps/pretraining-gpu.yaml``).
 
 Usage::
 

@@ -224,8 +224,14 @@ def test_every_shipped_config_loads(path):
     assert isinstance(load_config(path), Config)
 
 
+#: The sweeps of one-off investigations, kept so that their results can be rerun.
+RECORDS = SHIPPED.parent / "experiments" / "sweeps"
+
+
 @pytest.mark.parametrize(
-    "path", sorted((SHIPPED / "sweeps").glob("*.yaml")), ids=lambda path: path.name
+    "path",
+    [*sorted((SHIPPED / "sweeps").glob("*.yaml")), *sorted(RECORDS.glob("*.yaml"))],
+    ids=lambda path: str(path.relative_to(SHIPPED.parent)),
 )
 def test_every_shipped_sweep_spec_expands_to_valid_configs(path):
     from classifier.sweeps.spec import expand, load_spec, search_point

@@ -2,7 +2,7 @@
 that let two processes agree on who trains (or resumes) a run.
 
 While a run trains, :class:`Heartbeat` writes the tag ``heartbeat`` = ``"<host> <pid> <time>"``
-every :data:`HEARTBEAT_S` seconds. A RUNNING run is *live* while that process is alive (same
+every :data:`RUN_HEARTBEAT_S` seconds. A RUNNING run is *live* while that process is alive (same
 host) and its heartbeat is younger than :data:`STALE_AFTER_S` (any host); a SIGKILLed run is
 not live, so it stays resumable. MLflow has no compare-and-set, so a claim (:func:`claimed`) is a tag of its own that each
 contender writes before reading all claims back: the earliest recent claim of a live process
@@ -34,8 +34,8 @@ from classifier.errors import ResumeError, RunBusy
 
 HEARTBEAT_TAG = "heartbeat"
 CLAIM_PREFIX = "claim."
-HEARTBEAT_S = 15.0
-STALE_AFTER_S = 4 * HEARTBEAT_S
+RUN_HEARTBEAT_S = 15.0
+STALE_AFTER_S = 4 * RUN_HEARTBEAT_S
 #: A claim older than this is from an attempt that has ended; it no longer counts.
 CLAIM_TTL_S = 60.0
 
@@ -47,7 +47,7 @@ def _stamp() -> str:
 class Heartbeat:
     """Keep the run's ``heartbeat`` tag fresh from a daemon thread while the block runs."""
 
-    def __init__(self, run_id: str, interval: float = HEARTBEAT_S):
+    def __init__(self, run_id: str, interval: float = RUN_HEARTBEAT_S):
         self.run_id = run_id
         self.interval = interval
         self._stop = threading.Event()

@@ -1,19 +1,20 @@
-"""Predicting with a Keras end-to-end model: the vectorizer first, then the classifier on
-batches of reviews of similar length (:mod:`classifier.serving.batching`), each step one compiled
-``tf.function`` per model, traced once for any batch shape (on CPU several times faster than
-eager calls). ``classifier.serving.predict`` uses it for every model that is not a LiteRT bundle.
+"""Predicting with a Keras end-to-end model (:class:`KerasPredictor`): the vectorizer first, then
+the classifier on batches of reviews of similar length (:mod:`classifier.serving.batching`), each
+step one compiled ``tf.function`` per model, traced once for any batch shape (on CPU several
+times faster than eager calls). ``classifier.serving.predict`` uses it for every model that is not
+a LiteRT bundle.
 
 Example (a trained model)::
 
     model = classifier.serving.registry.load_model("model.keras")
-    predict_texts(model, ["A wonderful film.", "Dull and far too long."])  # [0.93, 0.08]
+    predictor_of(model).predict_probabilities(["A wonderful film."], 64)  # [[0.07, 0.93]]
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 
 import keras
@@ -25,6 +26,7 @@ import classifier.models.optimizers  # noqa: F401 - the optimizer a saved classi
 from classifier.config.schema import LABELS
 from classifier.data.batching import VECTORIZE_BATCH
 from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.tokenizer import Tokenizer
 from classifier.errors import ModelError
 from classifier.evaluation.traced import traced_once
 from classifier.layers import ClassNames
@@ -36,31 +38,63 @@ def load_keras_model(path: str | Path) -> keras.Model:
     return keras.models.load_model(path, safe_mode=True)
 
 
-def predict_texts(model: keras.Model, texts: list[str], batch_size: int) -> list[float]:
-    """Probability of ``positive`` (the last of two classes) for each text, in order
-    (:func:`predict_probabilities`)."""
-    return predict_probabilities(model, texts, batch_size)[:, -1].tolist()
-
-
-def predict_probabilities(model: keras.Model, texts: list[str], batch_size: int) -> np.ndarray:
-    """Class probabilities (N, K) of the texts, in order, predicted in batches.
-
-    A model that is a :class:`~classifier.data.pipeline.ReviewVectorizer` followed by a classifier
-    (what training saves) runs in two steps, ``MAX_CHUNK`` texts at a time: they are
-    vectorized ``VECTORIZE_BATCH`` at a time, sorted by their number of tokens and cut into
-    batches of ``batch_size``, each trimmed to its longest review; the classifier runs on
-    those and the probabilities go back to input order. Padding is masked everywhere, so they
-    are the end-to-end model's (within float rounding) for far less work: half the reviews
-    are shorter than 175 words. Any other end-to-end model runs whole on batches of texts.
+class KerasPredictor:
+    """A Keras end-to-end model as a :class:`classifier.serving.predict.Predictor`: its labels,
+    how it reads a review (``sequence_length``, ``truncate``, a pure-Python ``tokenizer`` of the
+    same ids) and :meth:`predict_probabilities`. :func:`predictor_of` makes one per model; it
+    holds the model's parts, not the model, so that the cache lets the model go.
     """
-    predict = _predictor(model)
-    chunks = [
-        predict(texts[start : start + MAX_CHUNK], batch_size)
-        for start in range(0, len(texts), MAX_CHUNK)
-    ]
-    if not chunks:
-        return np.zeros((0, len(labels_of(model))))
-    return np.concatenate(chunks).astype(np.float64)
+
+    def __init__(self, model: keras.Model):
+        self.labels = labels_of(model)
+        self._name = model.name
+        self._vectorizer = next(
+            (layer for layer in model.layers if isinstance(layer, ReviewVectorizer)), None
+        )
+        parts = _vectorizer_and_classifier(model)
+        self._predict = _TwoSteps(*parts) if parts else _EndToEnd(model)
+
+    @property
+    def sequence_length(self) -> int:
+        return self._reading().sequence_length
+
+    @property
+    def truncate(self) -> str:
+        return self._reading().truncate
+
+    @functools.cached_property
+    def tokenizer(self) -> Tokenizer:
+        vectorizer = self._reading()
+        return Tokenizer(
+            vectorizer.get_vocabulary(), vectorizer.sequence_length, vectorizer.truncate
+        )
+
+    def _reading(self) -> ReviewVectorizer:
+        """The vectorizer: how the model reads a review (a model that holds none predicts, but
+        cannot say how it reads)."""
+        if self._vectorizer is None:
+            raise ModelError(f"model {self._name!r} has no ReviewVectorizer layer")
+        return self._vectorizer
+
+    def predict_probabilities(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Class probabilities (N, K) of the texts, in order, predicted in batches.
+
+        A model that is a :class:`~classifier.data.pipeline.ReviewVectorizer` followed by a
+        classifier (what training saves) runs in two steps, ``MAX_CHUNK`` texts at a time: they
+        are vectorized ``VECTORIZE_BATCH`` at a time, sorted by their number of tokens and cut
+        into batches of ``batch_size``, each trimmed to its longest review; the classifier runs
+        on those and the probabilities go back to input order. Padding is masked everywhere, so
+        they are the end-to-end model's (within float rounding) for far less work: half the
+        reviews are shorter than 175 words. Any other end-to-end model runs whole on batches of
+        texts.
+        """
+        chunks = [
+            self._predict(texts[start : start + MAX_CHUNK], batch_size)
+            for start in range(0, len(texts), MAX_CHUNK)
+        ]
+        if not chunks:
+            return np.zeros((0, len(self.labels)))
+        return np.concatenate(chunks).astype(np.float64)
 
 
 def labels_of(model: keras.Model) -> tuple[str, ...]:
@@ -76,19 +110,17 @@ _PREDICTORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PREDICTORS_MADE = threading.Lock()
 
 
-def _predictor(model: keras.Model) -> Callable[[list[str], int], np.ndarray]:
-    """``(texts, batch_size) -> class probabilities (N, K)``, cached while the model lives.
+def predictor_of(model: keras.Model) -> KerasPredictor:
+    """The model's :class:`KerasPredictor`, made once and kept while the model lives.
 
     Threads may predict at once (a ``tf.function`` may be called from several); the first of
-    them makes the model's predictor, the others wait for it rather than trace their own.
+    them makes the predictor, the others wait for it rather than trace their own.
     """
     with _PREDICTORS_MADE:
-        predict = _PREDICTORS.get(model)
-        if predict is None:
-            parts = _vectorizer_and_classifier(model)
-            predict = _TwoSteps(*parts) if parts else _EndToEnd(model)
-            _PREDICTORS[model] = predict
-    return predict
+        predictor = _PREDICTORS.get(model)
+        if predictor is None:
+            predictor = _PREDICTORS[model] = KerasPredictor(model)
+    return predictor
 
 
 def _vectorizer_and_classifier(model: keras.Model) -> tuple[ReviewVectorizer, keras.Model] | None:

@@ -64,6 +64,8 @@ FORMAT_VERSION = 1
 #: ``classifier.data.pipeline.standardize_review`` (ASCII lower-casing, control characters and ``<br />``
 #: to spaces, apostrophes dropped, other ASCII punctuation to spaces). A change to either bumps it.
 STANDARDIZATION = "imdb-review-v1"
+#: The folder a run logs its bundle under (``runs:/RUN_ID/bundle``), and the bundle's manifest.
+BUNDLE_DIR = "bundle"
 MANIFEST = "bundle.json"
 MODEL_FILE = "classifier.tflite"
 VOCABULARY_FILE = "vocabulary.txt"

@@ -32,12 +32,11 @@ from classifier.config.schema import TrainConfig
 from classifier.config.uris import model_uri
 from classifier.errors import ModelError
 from classifier.runs.store_paths import missing_local_store, sqlite_path, tracking_uri
+from classifier.serving.litert_engine import BUNDLE_DIR, MANIFEST
 
-DEFAULT_MODEL = TrainConfig().registered_model  # "imdb-sentiment"
-MANIFEST = "bundle.json"
+DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
 KERAS_ARTIFACT = "model.keras"  # the run artefact logged by training
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"  # Keras' legacy .h5 format
-BUNDLE_DIR = "bundle"
 _MODELS = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/]+)|/(?P<version>[^/]+))?$")
 _RUNS = re.compile(r"^runs:/(?P<run>[0-9a-f]{32})/?$")
 
@@ -115,7 +114,7 @@ def no_model(spec: str | None, where: str) -> NoReturn:
         raise ModelError(
             f"no model found: {where}; train one with `classify train` (for a quick one: "
             "classify train --config configs/smoke.yaml --set train.registered_model="
-            f"{DEFAULT_MODEL}), or pass --model PATH|URI"
+            f"{DEFAULT_MODEL_NAME}), or pass --model PATH|URI"
         )
     raise ModelError(f"--model {spec}: {where}; `classify train` registers one")
 
@@ -162,7 +161,7 @@ def _run_of(store: sqlite3.Connection, spec: str | None) -> str | None:
     match = _MODELS.match(spec) if spec is not None else None
     if spec is not None and match is None:
         return None
-    name = match["name"] if match else DEFAULT_MODEL
+    name = match["name"] if match else DEFAULT_MODEL_NAME
     alias, version = (match["alias"], match["version"]) if match else (None, None)
     if match and alias is None and version is None:
         return None  # models:/NAME alone: MLflow's own rules (stages, logged models) decide

@@ -1,8 +1,10 @@
 """Classify review texts and files with a trained end-to-end model, and format the results.
 
-:func:`predict_texts` predicts batches of reviews of similar length, each cut to its longest
-review, with a LiteRT bundle (:mod:`classifier.serving.litert_engine`) or a Keras model
-(:mod:`classifier.serving.keras_engine`, imported only then: this module imports no TensorFlow).
+Serving predicts through one interface, :class:`Predictor`, that a LiteRT bundle
+(:mod:`classifier.serving.litert_engine`) and a Keras model
+(:mod:`classifier.serving.keras_engine`, imported only then: this module imports no TensorFlow)
+both implement; :func:`predictor` gives a model's. :func:`predict_texts` predicts batches of
+reviews of similar length, each cut to its longest review.
 :func:`classify_files` reads the inputs (:mod:`classifier.serving.reviews`), predicts them chunk by chunk
 and prints table, JSON or CSV lines as they come. Finding the model is
 :mod:`classifier.serving.model_source`'s (bundles) and :mod:`classifier.serving.registry`'s (Keras) job.
@@ -22,10 +24,9 @@ import json
 import math
 import os
 import sys
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,6 +47,37 @@ DEFAULT_THRESHOLD = 0.5
 UNKNOWN = "unknown"
 
 
+@runtime_checkable
+class Predictor(Protocol):
+    """What serving predicts with: a LiteRT bundle
+    (:class:`~classifier.serving.litert_engine.BundleModel`, no TensorFlow) or a Keras model
+    (:class:`~classifier.serving.keras_engine.KerasPredictor`). :func:`predictor` gives a
+    model's."""
+
+    #: The class names, in output order (IMDB's: ``negative``, ``positive``).
+    labels: tuple[str, ...]
+    #: How the model reads a review: its last (``tail``) or first (``head``) so many words.
+    sequence_length: int
+    truncate: str
+    #: Texts to the model's own token ids, in plain Python.
+    tokenizer: Tokenizer
+
+    def predict_probabilities(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Class probabilities (N, K) of the texts, in order (column k: ``labels[k]``)."""
+        ...
+
+
+def predictor(model) -> Predictor:
+    """``model`` as a :class:`Predictor`: a bundle (or any other predictor) is one; a Keras
+    model gets its :class:`~classifier.serving.keras_engine.KerasPredictor`, made once
+    (TensorFlow is imported then, not before)."""
+    if isinstance(model, Predictor):
+        return model
+    from classifier.serving.keras_engine import predictor_of
+
+    return predictor_of(model)
+
+
 def predict_texts(model, texts: list[str], batch_size: int = DEFAULT_BATCH_SIZE) -> list[float]:
     """Probability of ``positive`` (the last of two classes) for each text, in order
     (:func:`predict_probabilities`)."""
@@ -56,26 +88,14 @@ def predict_probabilities(
     model, texts: list[str], batch_size: int = DEFAULT_BATCH_SIZE
 ) -> np.ndarray:
     """Class probabilities (N, K) of the texts, in order (column k: ``labels_of(model)[k]``),
-    predicted in batches of reviews of similar length (:mod:`classifier.serving.batching`).
-
-    A LiteRT bundle (:class:`classifier.serving.litert_engine.BundleModel`) predicts by itself, with no
-    TensorFlow; a Keras end-to-end model goes through :mod:`classifier.serving.keras_engine`, which
-    imports TensorFlow when first needed.
-    """
-    if hasattr(model, "predict_probabilities"):
-        return model.predict_probabilities(texts, batch_size)
-    from classifier.serving import keras_engine
-
-    return keras_engine.predict_probabilities(model, texts, batch_size)
+    predicted in batches of reviews of similar length (:mod:`classifier.serving.batching`) by
+    the model's :class:`Predictor`."""
+    return predictor(model).predict_probabilities(texts, batch_size)
 
 
 def labels_of(model) -> tuple[str, ...]:
     """The model's class names, in output order (IMDB's: ``negative``, ``positive``)."""
-    if hasattr(model, "predict_probabilities"):  # a bundle says them in bundle.json
-        return tuple(model.labels)
-    from classifier.serving import keras_engine
-
-    return keras_engine.labels_of(model)
+    return tuple(predictor(model).labels)
 
 
 @dataclass(frozen=True)
@@ -136,19 +156,9 @@ def unknown_reviews(model, texts: list[str], probabilities: np.ndarray):
     return unknown, known, words
 
 
-def tokenizer_of(model):
-    """The pure-Python tokenizer of a model: a bundle's, or one made (once) from a Keras
-    model's vocabulary; it gives the model's own token ids."""
-    tokenizer = getattr(model, "tokenizer", None)
-    if tokenizer is None:
-        tokenizer = _TOKENIZERS.get(model)
-        if tokenizer is None:
-            vectorizer = _vectorizer(model)
-            tokenizer = Tokenizer(
-                vectorizer.get_vocabulary(), vectorizer.sequence_length, vectorizer.truncate
-            )
-            _TOKENIZERS[model] = tokenizer
-    return tokenizer
+def tokenizer_of(model) -> Tokenizer:
+    """The pure-Python tokenizer of a model (its :class:`Predictor`'s): the model's own ids."""
+    return predictor(model).tokenizer
 
 
 def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -156,9 +166,6 @@ def word_counts(model, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     its vocabulary knows, and how many it reads (:func:`tokenizer_of`)."""
     ids = tokenizer_of(model).encode(texts)
     return np.count_nonzero(ids > OOV_ID, axis=1), np.count_nonzero(ids, axis=1)
-
-
-_TOKENIZERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Keras model: tokenizer
 
 
 # --- classifying and printing ----------------------------------------------------------------
@@ -330,7 +337,7 @@ def classify_files(
         reporter,
         per_line=per_line,
         max_bytes=max_review_bytes(model),
-        keep=_reading(model).truncate,
+        keep=predictor(model).truncate,
         stdin=stdin,
     )
     predictions = classify(model, reviews, batch_size=batch_size, threshold=threshold)
@@ -345,20 +352,7 @@ def classify_files(
 def max_review_bytes(model) -> int:
     """Bytes of one review read for ``model`` (:func:`~classifier.serving.reviews.review_byte_limit`
     of its sequence length): a file's longer review is cut to them, a request's refused."""
-    return review_byte_limit(_reading(model).sequence_length)
-
-
-def _reading(model):
-    """What says how ``model`` reads a review (``sequence_length``, ``truncate``): a bundle
-    itself, a Keras model its vectorizer."""
-    return model if hasattr(model, "predict_texts") else _vectorizer(model)
-
-
-def _vectorizer(model):
-    """The Keras model's vectorizer (a bundle has ``sequence_length`` and ``truncate`` itself)."""
-    from classifier.serving.keras_engine import vectorizer_of
-
-    return vectorizer_of(model)
+    return review_byte_limit(predictor(model).sequence_length)
 
 
 def _silence_stdout() -> None:

@@ -12,12 +12,10 @@ from __future__ import annotations
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from classifier.config.schema import TrainConfig
 from classifier.errors import ModelError
 from classifier.runs.tracking import configure_tracking
-from classifier.serving.model_source import no_model
+from classifier.serving.model_source import DEFAULT_MODEL_NAME, no_model
 
-DEFAULT_MODEL_NAME = TrainConfig().registered_model  # "imdb-sentiment"
 LATEST = "latest"  # models:/NAME@latest and models:/NAME/latest: the highest version
 
 

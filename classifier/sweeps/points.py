@@ -21,8 +21,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from classifier.errors import ResumeError, RunBusy, SweepError
-from classifier.runs.leases import HEARTBEAT_S as RUN_HEARTBEAT_S
-from classifier.runs.leases import STALE_AFTER_S
+from classifier.runs.leases import RUN_HEARTBEAT_S, STALE_AFTER_S
 from classifier.runs.tracking import (
     CONFIG_HASH_TAG,
     LABEL_TAG,

@@ -56,7 +56,7 @@ from classifier.sweeps.spec import (
 )
 from classifier.sweeps.storage import (
     GRACE_S,
-    HEARTBEAT_S,
+    TRIAL_HEARTBEAT_S,
     check_parent_kept,
     check_tracking_for,
     default_storage,
@@ -241,7 +241,7 @@ def _work(sweep: _Sweep) -> None:
         if not said_waiting:
             sweep.echo(f"waiting for {tally['running']} point(s) running on other workers")
             said_waiting = True
-        time.sleep(HEARTBEAT_S)
+        time.sleep(TRIAL_HEARTBEAT_S)
         optuna.storages.fail_stale_trials(sweep.study)
 
 

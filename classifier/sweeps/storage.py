@@ -6,6 +6,16 @@ write lock first, so that two workers never take one point. A server storage wai
 server is away (:func:`resilient`): one line when it goes, one when it is back, and a heartbeat
 that beats on afterwards.
 
+Heartbeats, the two kinds side by side (a point is an Optuna trial and an MLflow run):
+
+| what beats | every | counts as dead after | where |
+|---|---|---|---|
+| a worker on its trial, in this storage | :data:`TRIAL_HEARTBEAT_S` (10 s; a third of a shorter ``--grace``) | :data:`GRACE_S` (75 s, ``--grace``): the trial is failed and handed to another worker | here |
+| the process training a run, on its MLflow run | ``RUN_HEARTBEAT_S`` (15 s) | ``STALE_AFTER_S`` (60 s): the run may be resumed by another process | :mod:`classifier.runs.leases` |
+
+``GRACE_S`` exceeds ``STALE_AFTER_S`` (checked when this module loads), so that the worker that
+takes a failed trial over finds its child run free to resume.
+
 Example::
 
     storage = open_storage("sqlite:///sweeps.db")  # created on first use
@@ -23,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from classifier.config.uris import redacted, sweep_storage_url
 from classifier.errors import SweepError
+from classifier.runs.leases import STALE_AFTER_S
 from classifier.runs.outages import Outage, retrying
 from classifier.runs.tracking import exclusive_lock
 
@@ -30,16 +41,16 @@ if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
 #: Seconds between a worker's heartbeats on the trial it runs.
-HEARTBEAT_S = 10
-#: A trial whose heartbeat is older than this is failed and handed back. Longer than the MLflow
-#: run's own lease (:data:`classifier.runs.leases.STALE_AFTER_S`), so that the worker that takes
-#: it over finds the child run free to resume.
+TRIAL_HEARTBEAT_S = 10
+#: A trial whose heartbeat is older than this is failed and handed back.
 GRACE_S = 75.0
+if not GRACE_S > STALE_AFTER_S:  # module docstring: the worker taking over must find the run free
+    raise RuntimeError(f"GRACE_S {GRACE_S} must exceed the runs' STALE_AFTER_S {STALE_AFTER_S}")
 STORAGE_FILE = "sweeps.db"
 
 
 def heartbeat_interval(grace: float) -> int:
-    """Seconds between a worker's heartbeats for a ``grace`` period: :data:`HEARTBEAT_S`, or a
+    """Seconds between a worker's heartbeats for a ``grace`` period: :data:`TRIAL_HEARTBEAT_S`, or a
     third of a shorter grace, so that a live point beats at least twice in each grace period
     (at least every second).
 
@@ -47,7 +58,7 @@ def heartbeat_interval(grace: float) -> int:
         >>> heartbeat_interval(GRACE_S), heartbeat_interval(24), heartbeat_interval(2)
         (10, 8, 1)
     """
-    return max(1, min(HEARTBEAT_S, int(grace / 3)))
+    return max(1, min(TRIAL_HEARTBEAT_S, int(grace / 3)))
 
 
 def quiet_optuna() -> None:

@@ -36,11 +36,9 @@ from classifier.runs.interrupts import deferred_interrupt
 from classifier.runs.live import status
 from classifier.runs.tracking import MODEL_ALIAS, version_of_run
 from classifier.serving.bundle import write_bundle
+from classifier.serving.litert_engine import BUNDLE_DIR
 from classifier.serving.registry import log_pyfunc_model
 
-BUNDLE_DIR = (
-    "bundle"  # the run's TensorFlow-free inference bundle (classifier.serving.litert_engine)
-)
 EXAMPLE_REVIEWS = [
     "One of the best films I have seen in years: moving, funny and beautifully shot.",
     "A dull, predictable plot and wooden acting. I wanted my two hours back.",

@@ -273,7 +273,7 @@ def _direct(model: keras.Model, texts: list[str]) -> np.ndarray:
 
 def _widths_seen(model: keras.Model, monkeypatch) -> list[tuple[int, int]]:
     """Record the (B, T) shape of every batch that the classifier step gets."""
-    predictor = keras_predict._predictor(model)
+    predictor = keras_predict.predictor_of(model)._predict
     shapes: list[tuple[int, int]] = []
     classify = predictor.classify
 
@@ -336,7 +336,7 @@ def test_another_end_to_end_model_runs_whole():
     texts = keras.Input(shape=(), dtype="string")
     sharper = keras.layers.Activation("softmax")(inner(texts) * 3.0)
     model = keras.Model(texts, sharper)
-    assert isinstance(keras_predict._predictor(model), keras_predict._EndToEnd)
+    assert isinstance(keras_predict.predictor_of(model)._predict, keras_predict._EndToEnd)
     reviews = _texts_of_many_lengths(20)
     probabilities = predict_texts(model, reviews, batch_size=6)
     np.testing.assert_allclose(probabilities, _direct(model, reviews), rtol=0, atol=1e-6)
@@ -441,7 +441,13 @@ def is_unknown(text: str, predict, words) -> bool:
     from classifier.data.tokenizer import Tokenizer
     from classifier.serving import evidence
 
-    model = SimpleNamespace(tokenizer=Tokenizer(["", "[UNK]", *words], 16))
+    model = SimpleNamespace(  # a Predictor (classifier.serving.predict)
+        labels=("negative", "positive"),
+        sequence_length=16,
+        truncate="tail",
+        tokenizer=Tokenizer(["", "[UNK]", *words], 16),
+        predict_probabilities=lambda texts, batch_size: predict(texts),
+    )
     known, _ = predict_module.word_counts(model, [text])
     (verdict,) = evidence.unknown([text], predict([text]), known, predict, model.tokenizer)
     return bool(verdict)

@@ -13,7 +13,7 @@ ifneq ($(wildcard ../shared/tensorflow_datasets),)
 export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
 endif
 
-.PHONY: help install install-gpu train sst5 pretrain test lint format sweep server server-stop ui predict bench clean
+.PHONY: help install install-gpu train sst5 pretrain test check lint format sweep server server-stop ui predict bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -60,6 +60,11 @@ TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); echo $$((
 test: $(STAMP) ## Run the tests, real-data tests included, a worker per core and one more, up to 4 (TEST_JOBS=0: none)
 	scripts/test_setup.sh
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
+
+# The edit loop's tier: no training, no process started (classify commands, servers, browser),
+# no full data and nothing marked slow; such tests skip themselves (tests/conftest.py).
+check: $(STAMP) ## Run the quick tests for the edit loop (about a minute; make test runs them all)
+	CLASSIFY_TESTS=check $(BIN)/python -m pytest -n 2 --dist loadfile -m "not large and not slow" -q
 
 lint: $(STAMP) ## Check lint and formatting with ruff
 	$(BIN)/ruff check .

@@ -18,6 +18,12 @@ from classifier.cli.startup import freeze_collected, import_tensorflow
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+#: ``make check`` sets it: the edit loop's tier. Tests marked ``large`` or ``slow`` are left out
+#: (``-m``), and a test that trains a model or starts a process (a ``classify`` command, a
+#: server, a browser) skips itself when it comes to that: ``make test`` runs them all.
+CHECK_TIER = os.environ.get("CLASSIFY_TESTS") == "check"
+
+
 def pytest_collectstart(collector) -> None:
     """TensorFlow imported as `classify` imports it (classifier.cli.startup.import_tensorflow:
     freed memory kept, no start-up lines on stderr, which a run without workers would show, no
@@ -26,6 +32,34 @@ def pytest_collectstart(collector) -> None:
     controller)..."""
     import_tensorflow()
     gc.disable()
+
+
+def pytest_configure(config) -> None:
+    """``make check``: in the processes that run tests (a worker, or the one process without
+    workers; xdist's controller starts the workers and must not be stopped)."""
+    if CHECK_TIER and (hasattr(config, "workerinput") or not config.getoption("numprocesses", 0)):
+        _skip_what_make_test_runs()
+
+
+def _skip_what_make_test_runs() -> None:
+    """For ``make check``: training, pretraining and starting a process skip the test instead,
+    patched before any test module binds ``train`` by name."""
+    import multiprocessing.process
+    import subprocess
+
+    import classifier.pretraining.pretrain as pretraining
+    import classifier.training.train as training
+
+    def skipper(reason: str):
+        def skip(*args, **kwargs):
+            pytest.skip(f"{reason}: make test runs it")
+
+        return skip
+
+    training.train = skipper("trains a model")
+    pretraining.pretrain = skipper("pretrains a model")
+    subprocess.Popen._execute_child = skipper("starts a process")
+    multiprocessing.process.BaseProcess.start = skipper("starts a process")
 
 
 def pytest_collection_finish(session) -> None:

@@ -12,6 +12,8 @@ from classifier.config.variants import names
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
 
+pytestmark = pytest.mark.slow  # every variant built, fitted and saved: 28 s of CPU
+
 VARIANTS = names()
 VOCAB = 50
 

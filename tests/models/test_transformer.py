@@ -69,6 +69,7 @@ def test_generate_stops_at_end_token():
         model.generate(source, start_id=START, max_new_tokens=7)
 
 
+@pytest.mark.slow  # it trains (10 s): make test runs it, make check does not
 def test_transformer_learns_to_reverse_sequences():
     """Reverse 10-token sequences over a 20-token vocabulary (0 = pad, 1 = start)."""
     keras.utils.set_random_seed(0)

@@ -24,6 +24,8 @@ from classifier.training.build import new_model
 from classifier.training.train import train
 from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 
+pytestmark = pytest.mark.slow  # pretraining models built and run: 35 s of CPU besides its trainings
+
 METRICS = ("train_loss", "train_masked_accuracy", "heldout_loss", "heldout_masked_accuracy")
 ENCODER = "models:/imdb-encoder@newest"
 

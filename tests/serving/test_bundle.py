@@ -38,7 +38,10 @@ from tests.conftest import ROOT
 from tests.model_helpers import NEGATIVE, POSITIVE, untrained
 
 # Keras warns that a softmax over one key is always 1: width-1 batches are meant here.
-pytestmark = pytest.mark.filterwarnings("ignore:You are using a softmax over axis")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:You are using a softmax over axis"),
+    pytest.mark.slow,  # a LiteRT export of every variant: 80 s of CPU
+]
 SEQUENCE_LENGTH = 12
 WORDS = ["great", "awful", "film", "the", "plot", "wonderful", "dull"]
 

@@ -26,6 +26,8 @@ from classifier.training.ngram_features import (
 )
 from tests.model_helpers import lazy_adam_reference
 
+pytestmark = pytest.mark.slow  # n-gram models built and fitted: 28 s of CPU
+
 VOCAB, LENGTH, BUCKETS = 40, 16, 64
 
 

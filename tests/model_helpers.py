@@ -160,3 +160,18 @@ def answers_from_threads(predict, requests: list, clients: int = 16) -> list:
     for thread in threads:
         thread.join()
     return answers
+
+
+def assert_threads_get_what_each_gets_alone(pyfunc_model, texts: list[str]) -> None:
+    """Requests of 1 to 3 of ``texts``, sent to a loaded pyfunc model
+    (:class:`classifier.serving.pyfunc.SentimentModel`) one at a time and then from 16 threads
+    at once, get the same answers (but for float rounding: requests that meet are predicted in
+    one batch, padded to other widths)."""
+    import pandas as pd
+
+    requests = [pd.DataFrame({"review": texts[i : i + 1 + i % 3]}) for i in range(0, len(texts), 2)]
+    alone = [pyfunc_model.predict(None, request) for request in requests]
+    together = answers_from_threads(lambda request: pyfunc_model.predict(None, request), requests)
+    for expected, answer in zip(alone, together, strict=True):
+        assert isinstance(answer, pd.DataFrame), answer  # not an exception
+        pd.testing.assert_frame_equal(answer, expected, check_exact=False, rtol=0, atol=1e-6)

@@ -14,13 +14,16 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
-import pandas as pd
 import pytest
 
 from classifier.serving.batching import Together
 from classifier.serving.litert_engine import load_bundle
 from classifier.serving.pyfunc import SentimentModel
-from tests.model_helpers import answers_from_threads, mixed_length_texts
+from tests.model_helpers import (
+    answers_from_threads,
+    assert_threads_get_what_each_gets_alone,
+    mixed_length_texts,
+)
 
 DATA = Path(__file__).parent / "data" / "before_the_move"
 
@@ -40,14 +43,7 @@ def loaded(**artifacts: Path) -> SentimentModel:
     ids=["litert", "keras"],
 )
 def test_threads_get_the_answers_each_request_gets_alone(artifacts):
-    model = loaded(**artifacts)
-    texts = mixed_length_texts(96)
-    requests = [pd.DataFrame({"review": texts[i : i + 1 + i % 3]}) for i in range(0, 96, 2)]
-    alone = [model.predict(None, request) for request in requests]
-    together = answers_from_threads(lambda request: model.predict(None, request), requests)
-    for expected, answer in zip(alone, together, strict=True):
-        assert isinstance(answer, pd.DataFrame), answer  # not an exception
-        pd.testing.assert_frame_equal(answer, expected, check_exact=False, rtol=0, atol=1e-6)
+    assert_threads_get_what_each_gets_alone(loaded(**artifacts), mixed_length_texts(96))
 
 
 def test_a_bundle_lends_each_thread_its_own_interpreter():

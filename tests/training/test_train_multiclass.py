@@ -12,7 +12,6 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
-import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -22,7 +21,7 @@ from classifier.serving.registry import load_model
 from classifier.training.train import train
 from tests.conftest import ROOT
 from tests.labelled_helpers import classify, labelled_overrides, labelled_rows, write_csv
-from tests.model_helpers import answers_from_threads, mixed_length_texts
+from tests.model_helpers import assert_threads_get_what_each_gets_alone, mixed_length_texts
 
 NAME = "three-classes"
 LABELS = ["bad", "good", "okay"]
@@ -124,13 +123,7 @@ def test_the_pyfunc_model_answers_threads_as_it_answers_each_alone(three_classes
     path = mlflow.artifacts.download_artifacts(f"runs:/{result.run_id}/{name}")
     model = SentimentModel()
     model.load_context(mlflow.pyfunc.PythonModelContext({artifact: path}, model_config={}))
-    texts = mixed_length_texts(64, seed=5)
-    requests = [pd.DataFrame({"review": texts[i : i + 1 + i % 3]}) for i in range(0, 64, 2)]
-    alone = [model.predict(None, request) for request in requests]
-    together = answers_from_threads(lambda request: model.predict(None, request), requests)
-    for expected, answer in zip(alone, together, strict=True):
-        assert isinstance(answer, pd.DataFrame), answer  # not an exception
-        pd.testing.assert_frame_equal(answer, expected, check_exact=False, rtol=0, atol=1e-6)
+    assert_threads_get_what_each_gets_alone(model, mixed_length_texts(64, seed=5))
 
 
 def test_an_attention_variant_trains_and_calibrates_over_three_classes(store, tmp_path):

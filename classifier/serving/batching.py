@@ -18,6 +18,25 @@ import numpy as np
 MAX_CHUNK = 4096
 
 
+def in_chunks(
+    predict: Callable[[Sequence, int], np.ndarray], texts: Sequence, batch_size: int, classes: int
+) -> np.ndarray:
+    """``predict(chunk, batch_size)`` on ``MAX_CHUNK`` texts at a time, the class
+    probabilities (N, ``classes``) float64 back in input order (both engines chunk so).
+
+    Example:
+        >>> in_chunks(lambda chunk, _: np.ones((len(chunk), 2)), ["a", "b"], 64, 2).shape
+        (2, 2)
+    """
+    chunks = [
+        predict(texts[start : start + MAX_CHUNK], batch_size)
+        for start in range(0, len(texts), MAX_CHUNK)
+    ]
+    if not chunks:
+        return np.zeros((0, classes))
+    return np.concatenate(chunks).astype(np.float64)
+
+
 def length_sorted_batches(lengths: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, int]]:
     """``(rows, width)`` per batch: ``batch_size`` rows at a time in order of length, and the
     longest length among them (at least 1, a model needs one column).

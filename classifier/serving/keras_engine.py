@@ -30,7 +30,7 @@ from classifier.data.tokenizer import Tokenizer
 from classifier.errors import ModelError
 from classifier.evaluation.traced import traced_once
 from classifier.layers import ClassNames
-from classifier.serving.batching import MAX_CHUNK, length_sorted_batches, token_counts
+from classifier.serving.batching import in_chunks, length_sorted_batches, token_counts
 
 
 def load_keras_model(path: str | Path) -> keras.Model:
@@ -47,10 +47,10 @@ class KerasPredictor:
 
     def __init__(self, model: keras.Model):
         self.labels = labels_of(model)
-        self._name = model.name
-        self._vectorizer = next(
-            (layer for layer in model.layers if isinstance(layer, ReviewVectorizer)), None
-        )
+        try:
+            self._vectorizer, self._no_vectorizer = vectorizer_of(model), None
+        except ModelError as error:  # it predicts, but cannot say how it reads a review
+            self._vectorizer, self._no_vectorizer = None, error
         parts = _vectorizer_and_classifier(model)
         self._predict = _TwoSteps(*parts) if parts else _EndToEnd(model)
 
@@ -70,10 +70,9 @@ class KerasPredictor:
         )
 
     def _reading(self) -> ReviewVectorizer:
-        """The vectorizer: how the model reads a review (a model that holds none predicts, but
-        cannot say how it reads)."""
+        """The vectorizer: how the model reads a review (:func:`vectorizer_of`'s error if none)."""
         if self._vectorizer is None:
-            raise ModelError(f"model {self._name!r} has no ReviewVectorizer layer")
+            raise self._no_vectorizer
         return self._vectorizer
 
     def predict_probabilities(self, texts: list[str], batch_size: int) -> np.ndarray:
@@ -88,13 +87,7 @@ class KerasPredictor:
         reviews are shorter than 175 words. Any other end-to-end model runs whole on batches of
         texts.
         """
-        chunks = [
-            self._predict(texts[start : start + MAX_CHUNK], batch_size)
-            for start in range(0, len(texts), MAX_CHUNK)
-        ]
-        if not chunks:
-            return np.zeros((0, len(self.labels)))
-        return np.concatenate(chunks).astype(np.float64)
+        return in_chunks(self._predict, texts, batch_size, len(self.labels))
 
 
 def labels_of(model: keras.Model) -> tuple[str, ...]:

@@ -55,7 +55,7 @@ import numpy as np
 
 from classifier.data.tokenizer import TRUNCATE_SIDES, Tokenizer
 from classifier.errors import ModelError, first_line
-from classifier.serving.batching import MAX_CHUNK, length_sorted_batches
+from classifier.serving.batching import in_chunks, length_sorted_batches
 from classifier.serving.interpreters import ResizedInterpreter
 
 BUNDLE_FORMAT = "imdb-classifier-litert-bundle"
@@ -190,13 +190,7 @@ class BundleModel:
         """
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        chunks = [
-            self._predict_chunk(texts[start : start + MAX_CHUNK], batch_size)
-            for start in range(0, len(texts), MAX_CHUNK)
-        ]
-        if not chunks:
-            return np.zeros((0, len(self.labels)))
-        return np.concatenate(chunks).astype(np.float64)
+        return in_chunks(self._predict_chunk, texts, batch_size, len(self.labels))
 
     def _predict_chunk(self, texts: Sequence[str | bytes], batch_size: int) -> np.ndarray:
         token_ids = self.tokenizer.encode(texts)

@@ -167,12 +167,12 @@ class Config:
     def config_hash(self) -> str:
         """A short stable hash of the resolved config, to recognise the same run again
         (:mod:`classifier.config.hashing`: keys added later leave it unchanged)."""
-        return config_hash(self.to_dict())
+        return config_hash(self)
 
     def config_hashes(self) -> tuple[str, str]:
         """:meth:`config_hash`, then the hash of the same run recorded before pretraining keys
         were added (:func:`classifier.config.hashing.config_hashes`)."""
-        return config_hashes(self.to_dict())
+        return config_hashes(self)
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -289,7 +289,7 @@ def validate(config: Config) -> None:
             raise ConfigError(f"{key} must not be negative, got {flat[key]!r}")
     if t.clipnorm is not None and t.clipnorm <= 0:
         raise ConfigError(f"train.clipnorm must be positive, got {t.clipnorm!r}")
-    check_lazy_adam(t, bag_of_ngrams=variants.get(m.variant).explained_layer == "bag")
+    check_lazy_adam(t, bag_of_ngrams=variants.get(m.variant).kind == "bag")
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
     if m.init_from is not None:

@@ -1,7 +1,7 @@
 """The variant registry: one entry per ``model.variant``; everything else asks it.
 
-An entry knows its builder (the attention stack between the embedding and the pooled
-two-way head, see :mod:`classifier.models.classifier`), which layer's attention
+An entry knows its kind (an attention reader, a bag of n-grams, or both: :data:`KINDS`), its
+builder (see :mod:`classifier.models.classifier`), which layer's attention
 ``classify explain`` shows, the config keys the variant uses (for sweep labels and the key
 params of ``classify compare``) and its position signal. ``config`` validates
 ``model.variant`` against :func:`names`. Adding a variant is one :func:`register` call here
@@ -13,6 +13,8 @@ model is built, so that a config can be checked in milliseconds.
 Example:
     >>> get("encoder").explained_layer
     'encoder'
+    >>> [name for name in names() if get(name).has_bag]
+    ['bow', 'nbow', 'nbow_attention']
     >>> "bogus" in names()
     False
 """
@@ -32,6 +34,15 @@ SIZE_KEYS = (
     ("model.num_layers", "L"),
 )
 CLASSIFIER_PREFIX = "imdb_"  # a classifier model is named imdb_<variant>
+#: What a variant's classifier is (:attr:`Variant.kind`): an attention reader of the token ids,
+#: a bag of n-grams (layer ``bag``) and its softmax head, or the two added (``nbow_attention``).
+KINDS = ("reader", "bag", "bag+reader")
+#: How each kind is explained (:attr:`Variant.explains`).
+_EXPLAINS = {
+    "reader": "attention",
+    "bag": "contributions",
+    "bag+reader": "contributions+attention",
+}
 
 #: A builder maps ``(ModelConfig, token_ids, mask, vocab_size, sequence_length)`` to the hidden
 #: sequence (B, T, d) that is pooled into the head.
@@ -53,16 +64,14 @@ class Variant:
         keys: the ``model.*`` config keys the variant uses (besides ``model.variant``).
         position: its fixed position signal (``"none"``, ``"learned"``), or ``None`` when
             ``model.position`` chooses it.
-        builds: ``"stack"``: the builder returns the hidden sequence (B, T, d), pooled into a
-            trained ``Dense(2, softmax)`` head; ``"logits"``: it returns the two logits (B, 2)
-            and the head only applies the softmax (and, once calibrated, the temperature and
-            offset).
+        kind: ``"reader"``: an attention stack reads the token ids; ``"bag"``: a bag of
+            n-grams, layer ``bag``, and its head alone (``bow``, ``nbow``); ``"bag+reader"``:
+            a bag whose logits an attention reader's are added to (layers
+            ``attention_logits`` and ``fused_logits``: ``nbow_attention``). What is known of a
+            bag is known from this, never from layer names (the n-gram path:
+            :mod:`classifier.training.ngram_features`).
         prepare: ``"module:function"`` called as ``prepare(classifier, train_batches)`` after
             the classifier is built and before it trains (``bow``: the idf weights), or None.
-        explains: ``"attention"`` (the explained layer's attention weights),
-            ``"contributions"`` (a linear model: weight times feature value, per word) or
-            ``"contributions+attention"`` (a fused model: its n-gram branch's contributions,
-            and the attention of its attention branch).
     """
 
     name: str
@@ -71,9 +80,32 @@ class Variant:
     explained_as: str
     keys: tuple[str, ...]
     position: str | None = None
-    builds: str = "stack"
+    kind: str = "reader"
     prepare: str | None = None
-    explains: str = "attention"
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"variant {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+
+    @property
+    def has_bag(self) -> bool:
+        """Whether its classifier holds a bag of n-grams (layer ``bag``)."""
+        return self.kind != "reader"
+
+    @property
+    def builds(self) -> str:
+        """``"stack"``: the builder returns the hidden sequence (B, T, d), pooled into a trained
+        ``Dense(K, softmax)`` head; ``"logits"`` (a bag): it returns the K logits (B, K) and the
+        head only applies the softmax (and, once calibrated, the temperature and offset)."""
+        return "logits" if self.has_bag else "stack"
+
+    @property
+    def explains(self) -> str:
+        """``"attention"`` (the explained layer's attention weights), ``"contributions"`` (a
+        linear model: weight times feature value, per word) or ``"contributions+attention"``
+        (a fused model: its n-gram branch's contributions, and its attention branch's
+        attention)."""
+        return _EXPLAINS[self.kind]
 
     def build_stack(self) -> Builder:
         """The builder function (imported on first use when named as a string)."""
@@ -242,9 +274,8 @@ register(
         explained_as="the bag of word 1-2-grams",
         keys=("model.ngram_buckets", "model.l2"),
         position="none",
-        builds="logits",
+        kind="bag",
         prepare=f"{_BUILDERS}:set_document_frequencies",
-        explains="contributions",
     )
 )
 register(
@@ -255,9 +286,8 @@ register(
         explained_as="the NB-weighted bag of word n-grams",
         keys=("model.ngram_buckets", "model.ngram_order", "model.l2"),
         position="none",
-        builds="logits",
+        kind="bag",
         prepare=f"{_BUILDERS}:set_log_count_ratios",
-        explains="contributions",
     )
 )
 register(
@@ -268,8 +298,7 @@ register(
         explained_as="the attention branch's layer 2 of 2",
         keys=("model.ngram_buckets", "model.ngram_order", "model.l2", *_SHARED),
         position="none",
-        builds="logits",
+        kind="bag+reader",
         prepare=f"{_BUILDERS}:set_log_count_ratios",
-        explains="contributions+attention",
     )
 )

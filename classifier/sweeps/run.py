@@ -53,6 +53,7 @@ from classifier.sweeps.spec import (
     search_hash,
     search_point,
     spec_hash,
+    spec_hashes,
 )
 from classifier.sweeps.storage import (
     GRACE_S,
@@ -356,8 +357,8 @@ def _parent_run(
 ) -> tuple[str, bool]:
     """The sweep's parent run and whether it existed: one made before for the same spec (its
     hash tag, a sweep from before the Optuna queue included) is continued."""
-    eras = (spec_hash(points, era) for era in (0, 1)) if points else (digest,)
-    found = (find_sweep_parent(experiment_id, era_digest) for era_digest in eras)
+    digests = spec_hashes(points) if points else (digest,)
+    found = (find_sweep_parent(experiment_id, each) for each in digests)
     previous = next((parent for parent in found if parent), None)
     if previous is not None:
         return previous, True

@@ -332,17 +332,30 @@ def expand(spec: SweepSpec) -> list[SweepPoint]:
     return points
 
 
-def spec_hash(points: Sequence[SweepPoint], era: int = 0) -> str:
-    """A short hash of the resolved point list: it finds a sweep's parent run again. With
-    ``era=1``, the hash of a sweep of the same points started before the pretraining keys were
-    added (:meth:`SweepPoint.config_hashes`).
+def spec_hash(points: Sequence[SweepPoint]) -> str:
+    """A short hash of the resolved point list: it finds a sweep's parent run again.
 
     Example:
         >>> len(spec_hash(expand(load_spec("configs/sweeps/quick.yaml"))))
         12
     """
-    text = json.dumps([point.config_hashes[era] for point in points])
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return _points_hash([point.config_hash for point in points])
+
+
+def spec_hashes(points: Sequence[SweepPoint]) -> tuple[str, str]:
+    """:func:`spec_hash`, then the hash a sweep of the same points carries where it was started
+    before the pretraining keys came (:meth:`SweepPoint.config_hashes`): a sweep looks for both.
+
+    Example:
+        >>> points = expand(load_spec("configs/sweeps/quick.yaml"))
+        >>> spec_hashes(points)[0] == spec_hash(points)
+        True
+    """
+    return spec_hash(points), _points_hash([point.config_hashes[1] for point in points])
+
+
+def _points_hash(config_hashes: list[str]) -> str:
+    return hashlib.sha256(json.dumps(config_hashes).encode()).hexdigest()[:12]
 
 
 def search_hash(spec: SweepSpec) -> str:

@@ -25,6 +25,25 @@ Every other variant trains on the ids as before, and so does a bag of n-grams on
 :data:`MAX_REVIEWS_IN_MEMORY` reviews (a labelled file of millions of rows, whose token ids are
 cached on disk so that memory does not grow with the file).
 
+The bag of n-grams from config to served bundle, a module a line:
+
+- :mod:`classifier.config.variants`: ``bow``, ``nbow`` (kind ``"bag"``), ``nbow_attention``
+  (``"bag+reader"``), their builders and the ``prepare`` that sets the scales;
+- :mod:`classifier.config.schema`, :mod:`~classifier.config.checks`: ``model.ngram_buckets``,
+  ``model.ngram_order``, ``model.l2`` and ``train.lazy_adam`` (plain Adam on a bag's rows);
+- :mod:`classifier.layers.ngrams`: the hashed n-gram numbering, and ``bow``'s TF-IDF bag;
+- :mod:`classifier.layers.nb_ngrams`: ``nbow``'s bag, binary n-grams times NB log-count ratios;
+- :mod:`classifier.models.classifier`: the builders (layer ``bag``, then the softmax ``head``)
+  and the idf or NB ratios counted on the training reviews;
+- :mod:`classifier.models.optimizers`: :class:`FusedAdam`, whose lazy steps move a batch's rows;
+- this module: the features once per split, and the :class:`NgramView` that trains on them;
+- :mod:`classifier.training.transfer`: a trained ``bag`` copied into a new data set's classifier;
+- :mod:`classifier.serving.bundle`: the bag's weights and head written to the bundle's
+  ``ngrams.npz``;
+- :mod:`classifier.serving.explain_parts`: their NumPy twin, read without TensorFlow;
+- :mod:`classifier.explain.measures` (through ``keras_view`` or ``bundle_view``): each word's
+  exact contribution, for ``classify explain``.
+
 Example (inside a run: ``model`` compiled, ``data`` its pipelines)::
 
     trainer, train, validation = fit_inputs(model, data.train, data.validation, cfg.data, seed)
@@ -39,6 +58,7 @@ import keras
 import tensorflow as tf
 
 from classifier.config.schema import DataConfig
+from classifier.config.variants import variant_of_model
 from classifier.data.batching import as_written, by_length, length_buckets
 from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
 from classifier.models.classifier import READER_LENGTH
@@ -56,27 +76,22 @@ MAX_REVIEWS_IN_MEMORY = 100_000
 #: 0.64 s, ``benchmarks/train_throughput.py``). Progress lines then move 16 batches at a time.
 LAZY_STEPS_PER_CALL = 16
 
-#: The layers of ``nbow_attention`` that end its attention reader and add its logits to the bag's.
-READER_LAYERS = {"attention_logits", "fused_logits"}
-
 
 def ngram_bag(model: keras.Model) -> BagOfNgrams | None:
-    """The ``bag`` of a classifier that is a bag of n-grams and its head alone (``bow``,
-    ``nbow``) or with an attention reader (``nbow_attention``), else None."""
-    layers = {layer.name: layer for layer in model.layers}
-    if not isinstance(layers.get("bag"), BagOfNgrams):
-        return None
-    others = {
-        name for name, layer in layers.items() if not isinstance(layer, keras.layers.InputLayer)
-    }
-    return layers["bag"] if others == {"bag", "head"} or others >= READER_LAYERS else None
+    """The ``bag`` of a classifier whose variant has one (:attr:`Variant.kind
+    <classifier.config.variants.Variant.kind>` ``"bag"`` or ``"bag+reader"``), known by the
+    model's name (``imdb_<variant>``, saved with it); None for any other model."""
+    variant = variant_of_model(model.name)
+    return model.get_layer("bag") if variant is not None and variant.has_bag else None
 
 
 def reader(model: keras.Model) -> keras.Model | None:
-    """``nbow_attention``'s attention branch as a model of its own: the classifier's layers
-    from the token ids to the branch's logits (layer ``attention_logits``, which layer
-    ``fused_logits`` adds to the bag's); None for a classifier without one."""
-    if not {"bag", *READER_LAYERS} <= {layer.name for layer in model.layers}:
+    """The attention branch of a classifier of kind ``"bag+reader"`` (``nbow_attention``) as a
+    model of its own: the classifier's layers from the token ids to the branch's logits (layer
+    ``attention_logits``, which layer ``fused_logits`` adds to the bag's); None for any other
+    model."""
+    variant = variant_of_model(model.name)
+    if variant is None or variant.kind != "bag+reader":
         return None
     return keras.Model(model.input, model.get_layer("attention_logits").output)
 

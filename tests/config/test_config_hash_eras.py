@@ -10,25 +10,57 @@ from pathlib import Path
 import mlflow
 from mlflow.tracking import MlflowClient
 
-from classifier.config.schema import Config, load_config
+from classifier.config.schema import Config, flatten, load_config
 from classifier.runs.tracking import CONFIG_HASH_TAG, SPEC_HASH_TAG
-from classifier.sweeps.spec import expand, load_spec, spec_hash
+from classifier.sweeps.spec import expand, load_spec, spec_hashes
 from tests.sweep_helpers import invoke, one_point_spec
+
+
+def dotted(names: dict[str, str]) -> frozenset[str]:
+    """``{"data": "a b"}`` -> ``{"data.a", "data.b"}`` (``""``: keys at the top)."""
+    return frozenset(
+        f"{section}.{name}" if section else name
+        for section, text in names.items()
+        for name in text.split()
+    )
+
+
+#: The config's keys before commit 91200a2 added model.init_from and the pretrain section.
+KEYS_BEFORE_PRETRAINING = dotted(
+    {
+        "": "experiment",
+        "data": "data_dir download train_size val_size test_size vocab_size sequence_length"
+        " truncate batch_size bucket_by_length",
+        "model": "variant embed_dim num_heads ff_dim num_layers dropout position scale_embeddings"
+        " norm_first ngram_buckets l2",
+        "train": "epochs learning_rate seed early_stopping_patience refit registered_model",
+    }
+)
+#: ...and after it, until keys added later were left out of the hash at their defaults.
+KEYS_AFTER_PRETRAINING = KEYS_BEFORE_PRETRAINING | dotted(
+    {
+        "model": "init_from",
+        "pretrain": "objective experiment registered_model unlabelled_size held_out epochs"
+        " learning_rate mask_rate noise_density mean_span_length",
+    }
+)
+
+
+def hash_of(cfg: Config, keys: frozenset[str]) -> str:
+    """The hash of ``cfg`` by its ``keys`` alone: what Config.config_hash() computed when they
+    were all the keys there were."""
+    tree: dict = {}
+    for key, value in flatten(cfg.to_dict()).items():
+        if key in keys:
+            section, _, name = key.rpartition(".")
+            (tree.setdefault(section, {}) if section else tree)[name] = value
+    return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def hash_before_pretraining(cfg: Config) -> str:
     """What Config.config_hash() computed before commit 91200a2 added model.init_from and the
-    pretrain section (and before train.mixed_precision, weight_decay, clipnorm,
-    model.ngram_order, the data source keys, train.early_stopping_min_delta and
-    train.lazy_adam)."""
-    tree = cfg.to_dict()
-    del tree["model"]["init_from"], tree["pretrain"], tree["train"]["mixed_precision"]
-    del tree["train"]["weight_decay"], tree["train"]["clipnorm"], tree["model"]["ngram_order"]
-    del tree["train"]["early_stopping_min_delta"], tree["train"]["lazy_adam"]
-    for key in ("source", "validation", "test", "validation_fraction", "test_fraction"):
-        del tree["data"][key]
-    del tree["data"]["text_field"], tree["data"]["label_field"], tree["data"]["labels"]
-    return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
+    pretrain section."""
+    return hash_of(cfg, KEYS_BEFORE_PRETRAINING)
 
 
 def test_the_second_hash_is_the_one_runs_before_the_pretraining_keys_carry():
@@ -62,7 +94,7 @@ def test_a_sweep_recorded_before_the_pretraining_keys_is_continued(
         [experiment_id], "tags.sweep_name = 'eras'", output_format="list"
     )
     (child,) = mlflow.search_runs([experiment_id], "tags.sweep_point = '1'", output_format="list")
-    client.set_tag(parent.info.run_id, SPEC_HASH_TAG, spec_hash(points, era=1))
+    client.set_tag(parent.info.run_id, SPEC_HASH_TAG, spec_hashes(points)[1])
     client.set_tag(child.info.run_id, CONFIG_HASH_TAG, hash_before_pretraining(points[0].config))
     # Sweeps of that time had no Optuna study either: a study for the old records is made anew.
     Path(store.removeprefix("sqlite:///")).with_name("sweeps.db").unlink()
@@ -75,14 +107,7 @@ def test_a_sweep_recorded_before_the_pretraining_keys_is_continued(
 
 def test_keys_added_later_leave_the_hash_unchanged_at_their_old_value():
     cfg = load_config("configs/variants/encoder.yaml", ["train.seed=2"])
-    tree = cfg.to_dict()
-    del tree["train"]["mixed_precision"], tree["train"]["weight_decay"], tree["train"]["clipnorm"]
-    del tree["model"]["ngram_order"], tree["train"]["early_stopping_min_delta"]
-    del tree["train"]["lazy_adam"]
-    for key in ("source", "validation", "test", "validation_fraction", "test_fraction"):
-        del tree["data"][key]
-    del tree["data"]["text_field"], tree["data"]["label_field"], tree["data"]["labels"]
-    before = hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:12]
+    before = hash_of(cfg, KEYS_AFTER_PRETRAINING)
     assert cfg.config_hash() == before
     changed = load_config("configs/variants/encoder.yaml", ["train.seed=2", "train.clipnorm=1"])
     assert changed.config_hash() != before

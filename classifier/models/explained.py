@@ -6,7 +6,7 @@ layer its variant explains, and, for a fused model, its attention branch's logit
 weight-identical copy called with ``return_attention_scores=True`` (Keras cannot give a second
 output to a layer already called without it). Nothing is replayed by hand, so models saved
 before this module existed are explained the same way. ``classify explain`` runs it in Keras,
-and the bundle holds it as a LiteRT model (:mod:`classifier.serving.explain_export`).
+and the bundle holds it as a LiteRT model (:func:`classifier.serving.bundle.write_bundle`).
 
 Example (a trained ``encoder`` classifier)::
 

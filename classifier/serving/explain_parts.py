@@ -1,7 +1,7 @@
 """What a bundle holds for ``classify explain``, read without TensorFlow: the weights of a bag of
 n-grams with a NumPy twin of its features, and a second LiteRT model giving the attention.
 
-:func:`classifier.serving.explain_export.write_explain_parts` writes them beside the classifier
+:func:`classifier.serving.bundle.write_bundle` writes them beside the classifier
 at training time, and ``bundle.json`` describes them under ``"explain"``:
 
 | file             | for                     | what                                            |

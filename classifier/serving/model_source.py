@@ -7,7 +7,8 @@ that ``classify predict`` can answer in well under a second.
   ``models:/NAME/VERSION``, ``models:/NAME@latest`` and ``runs:/RUN_ID`` are resolved in a local
   SQLite store by reading it directly, read-only: the alias or version to its run, the run to its
   artefact folder, where training logged ``bundle/``. The store is read on every call, so a
-  moved alias or a new version shows at once; nothing is cached.
+  moved alias or a new version shows at once; nothing is cached. MLflow's client would take
+  15 times longer than the whole answer (docs/benchmarks.md, "The registry read without MLflow").
 
 Anything else (a ``.keras`` file, a tracking server, a run without a bundle, a schema this module
 does not know) gives ``None``, and the caller loads the Keras model through MLflow as before.

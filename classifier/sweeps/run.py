@@ -132,7 +132,7 @@ def run_sweep(
         spec: the sweep spec (a grid of points, or a ``search:``).
         echo: where progress lines go.
         storage: the Optuna storage URL shared by the workers; default SQLite beside
-            ``mlflow.db`` (:func:`classifier.sweeps.default_storage`).
+            ``mlflow.db`` (:func:`classifier.sweeps.storage.default_storage`).
         grace: seconds without a heartbeat after which another worker takes a point over.
         max_retries: how often a point that fails by itself is tried again.
 

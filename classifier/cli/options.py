@@ -128,9 +128,10 @@ def data_option(command: Callable) -> Callable:
         metavar="PATH",
         callback=checked,
         help="Your labelled texts instead of IMDB: a CSV, TSV, JSON Lines or Parquet file with "
-        "'text' and 'label' columns, a folder with one sub-folder per class, or a TFDS data set "
-        "by name, tfds:NAME[:SPLIT] (data.source; --set data.text_field=... names other "
-        "columns or features).",
+        "'text' and 'label' columns, a folder with one sub-folder per class, a TFDS data set "
+        "by name, tfds:NAME[:SPLIT], or a .txt of sentiment-treebank trees (data.source; --set "
+        "data.text_field=... names other columns or features, data.label_map=... maps labels, "
+        "data.phrases=true trains on a treebank's phrases).",
     )(command)
 
 
@@ -154,10 +155,14 @@ def resolve_config(
 
             import_tensorflow()  # TFDS reads a named data set: without TensorFlow's lines
         from classifier.cli import terminal
-        from classifier.data.labelled import ordered_by_class
+        from classifier.data.label_case import case_clash
+        from classifier.data.labelled import ordered_by_class, shuffle_rows
 
-        if note := ordered_by_class(plan_splits(config.data)):
-            terminal.err(f"classify: note: {note}")
+        window = shuffle_rows(config.data.sequence_length)
+        plan = plan_splits(config.data)
+        for note in (ordered_by_class(plan, window), case_clash(plan.labels, config.data.source)):
+            if note:
+                terminal.err(f"classify: note: {note}")
     return config
 
 

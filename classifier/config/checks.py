@@ -19,7 +19,7 @@ def check_source(d: Any) -> None:
     """The keys of a user's labelled data (``d``: the ``DataConfig``, which imports this module): only with ``data.source``, fractions that leave
     training rows, names that are not empty."""
     if d.source is None:
-        for key in ("validation", "test", "labels"):
+        for key in ("validation", "test", "labels", "label_map"):
             if getattr(d, key) is not None:
                 raise ConfigError(
                     f"data.{key} is set without data.source; it applies to a labelled file "
@@ -29,6 +29,13 @@ def check_source(d: Any) -> None:
         value = getattr(d, key)
         if value is not None and not value.strip():
             raise ConfigError(f"data.{key} must not be empty")
+    if d.label_map is not None:
+        parse_label_map(d.label_map)
+    if d.phrases and not str(d.source or "").endswith(".txt"):
+        raise ConfigError(
+            "data.phrases is set but data.source is not a treebank file (.txt of PTB trees); "
+            "phrases are the labelled nodes of its trees"
+        )
     for key in ("validation_fraction", "test_fraction"):
         if not 0.0 <= getattr(d, key) < 1.0:
             raise ConfigError(f"data.{key} must be in [0, 1), got {getattr(d, key)!r}")
@@ -46,6 +53,34 @@ def check_source(d: Any) -> None:
                     f"data.{key}_fraction is 0 and data.{key} is not set: a run needs "
                     f"{key} texts; give a file (data.{key}) or a fraction of data.source"
                 )
+
+
+def parse_label_map(text: str) -> dict[str, str | None]:
+    """``data.label_map`` as ``{label read: class name}``; None where the label's rows are
+    dropped (``2=``). A ConfigError for an entry without ``=``, an empty or repeated label.
+
+    Example:
+        >>> parse_label_map("0=negative, 1=negative, 2=, 3=positive, 4=positive")
+        {'0': 'negative', '1': 'negative', '2': None, '3': 'positive', '4': 'positive'}
+    """
+    mapping: dict[str, str | None] = {}
+    for entry in text.split(","):
+        label, equals, name = (part.strip() for part in entry.partition("="))
+        problem = (
+            f"entry '{entry.strip()}' has no '=' (write label=class, or label= to drop it)"
+            if not equals
+            else "has an entry without a label" if not label
+            else f"maps '{label}' twice" if label in mapping
+            else ""
+        )  # fmt: skip
+        if problem:
+            raise ConfigError(f"data.label_map='{text}' {problem}")
+        mapping[label] = name or None
+    if len({name for name in mapping.values() if name}) < 2:
+        raise ConfigError(
+            f"data.label_map='{text}' leaves fewer than two classes; a classifier needs two"
+        )
+    return mapping
 
 
 def check_model_name(key: str, name: str) -> None:

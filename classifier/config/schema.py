@@ -81,11 +81,8 @@ class DataConfig:
     """Where the reviews come from and how they become token ids.
 
     ``source`` None is the embedded IMDB data (TFDS ``imdb_reviews``, cut by ``train_size``,
-    ``val_size`` and ``test_size``). A path is the user's labelled texts instead
-    (:mod:`classifier.data.labelled`): a CSV, TSV, JSON Lines or Parquet file with the columns
-    ``text_field`` and ``label_field``, or a folder with one sub-folder per class. Validation and
-    test come from their own files (``validation``, ``test``) or, where none is given, from the
-    source, stratified by ``validation_fraction`` and ``test_fraction``.
+    ``val_size`` and ``test_size``); else the user's labelled texts, which
+    :mod:`classifier.data.labelled` plans into splits (its docstring says how).
     """
 
     data_dir: str | None = None  # None: TFDS_DATA_DIR or TFDS' default (~/tensorflow_datasets)
@@ -101,6 +98,8 @@ class DataConfig:
     text_field: str = "text"  # the column (or JSON key) holding the text
     label_field: str = "label"  # the column (or JSON key) holding the label
     labels: str | None = None  # the classes in order, comma-separated (None: sorted)
+    label_map: str | None = None  # labels renamed, merged or dropped: "0=negative, 1=negative, 2="
+    phrases: bool = False  # a treebank source trains on its labelled phrases, not sentences only
     vocab_size: int = 20_000
     sequence_length: int = 512  # the 90th-percentile review has 455 words
     truncate: str = "tail"  # which end of a long review to keep: head | tail

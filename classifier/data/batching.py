@@ -23,7 +23,7 @@ from typing import Protocol
 import numpy as np
 import tensorflow as tf
 
-from classifier.config.schema import IMDB_TRAIN_REVIEWS
+from classifier.data.labelled import shuffle_rows
 
 VECTORIZE_BATCH = 1024
 #: A map's function as written: tf.data traces each through AutoGraph, which rewrites Python
@@ -76,7 +76,8 @@ def vectorize(
         .map(as_written(lambda token_ids, label: (tf.identity(token_ids), label)))  # plain (T,)
     )
     if shuffle_seed is not None:  # a full shuffle of a training portion (pretraining: partial)
-        ids = ids.shuffle(IMDB_TRAIN_REVIEWS, seed=shuffle_seed, reshuffle_each_iteration=True)
+        rows = shuffle_rows(vectorizer.sequence_length)
+        ids = ids.shuffle(rows, seed=shuffle_seed, reshuffle_each_iteration=True)
     if not bucket_by_length:
         length = vectorizer.sequence_length
         return ids.padded_batch(batch_size, ([length], [])).prefetch(tf.data.AUTOTUNE)

@@ -5,7 +5,8 @@ suffix names the format, :data:`FORMATS`) or a folder laid out as Keras'
 (:func:`class_names`).
 Bad input is a :class:`~classifier.errors.DataError`, one line naming the file and the line, row
 or text file. No TensorFlow; pyarrow only to read Parquet, imported then. A TFDS data set by
-name (``tfds:NAME``) is read through :mod:`classifier.data.named`, with TensorFlow.
+name (``tfds:NAME``) is read through :mod:`classifier.data.named`, with TensorFlow; a ``.txt``
+file of the sentiment treebank's trees through :mod:`classifier.data.treebank`.
 
 Example:
     >>> class_names({"2": 40, "10": 7, "1": 12})
@@ -27,11 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from classifier.data import named
+from classifier.data import named, treebank
 from classifier.errors import DataError, first_line
 
 FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl",
-                           ".ndjson": "jsonl", ".parquet": "parquet"}  # fmt: skip
+                           ".ndjson": "jsonl", ".parquet": "parquet",
+                           treebank.SUFFIX: "treebank"}  # fmt: skip
 FIELD_LIMIT = 1 << 24  # characters in one CSV field (csv's default, 131,072, cuts long reviews)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _KINDS = {bool: "a boolean", int: "an integer", float: "a number", list: "an array",
@@ -64,8 +66,10 @@ class Scan:
 
 
 def source_format(path: Source) -> str:
-    """The format of a source: ``csv``, ``tsv``, ``jsonl``, ``parquet``, ``folder`` or ``tfds``
-    (a TFDS data set by name, :mod:`classifier.data.named`); a DataError when the path does not exist or its suffix names no format.
+    """The format of a source: ``csv``, ``tsv``, ``jsonl``, ``parquet``, ``treebank`` (PTB
+    trees, ``.txt``), ``folder`` or ``tfds`` (a TFDS data set by name,
+    :mod:`classifier.data.named`); a DataError when the path does not exist or its suffix
+    names no format.
 
     Example:
         >>> source_format("no/such/reviews.csv")
@@ -84,12 +88,15 @@ def source_format(path: Source) -> str:
         what = f"its suffix '{suffix}'" if suffix else "a name without a suffix"
         raise DataError(
             f"{raw}: cannot tell the format from {what}; use a file ending in "
-            f"{', '.join(FORMATS)}, or a folder with one sub-folder per class"
+            f"{', '.join(FORMATS)} (sentiment-treebank trees), or a folder with one sub-folder "
+            "per class"
         )
     return FORMATS[suffix.lower()]
 
 
-def records(path: Source, text_field: str = "text", label_field: str = "label") -> Iterator[Record]:
+def records(
+    path: Source, text_field: str = "text", label_field: str = "label", *, phrases: bool = False
+) -> Iterator[Record]:
     """Every record of the source in file order, streamed (a folder: class folders sorted, in
     each the files sorted, a folder's files before its sub-folders). A missing path or unknown
     suffix raises at once, anything else when it is reached: the first bad input.
@@ -99,7 +106,7 @@ def records(path: Source, text_field: str = "text", label_field: str = "label") 
         for record in records("reviews.csv", text_field="review", label_field="stars"):
             print(record.where, record.label)  # line 2 5
     """
-    rows, name = _rows(path, text_field, label_field), _name(path)
+    rows, name = _rows(path, text_field, label_field, phrases), _name(path)
 
     def checked() -> Iterator[Record]:
         for text, label, where in rows:
@@ -112,7 +119,9 @@ def records(path: Source, text_field: str = "text", label_field: str = "label") 
     return checked()
 
 
-def scan(path: Source, text_field: str = "text", label_field: str = "label") -> Scan:
+def scan(
+    path: Source, text_field: str = "text", label_field: str = "label", *, phrases: bool = False
+) -> Scan:
     """Check every row in one streaming pass and count the labels; texts are not kept (memory
     grows by four bytes a row). Errors as :func:`records`, except that empty texts (then empty
     labels) are counted over the whole source: ``3 rows have an empty text, the first at ...``.
@@ -122,7 +131,7 @@ def scan(path: Source, text_field: str = "text", label_field: str = "label") -> 
         found = scan("reviews.csv")
         found.rows, found.counts  # (1200, {'positive': 640, 'negative': 560})
     """
-    fmt, rows = source_format(path), _rows(path, text_field, label_field)
+    fmt, rows = source_format(path), _rows(path, text_field, label_field, phrases)
     counts, index, codes = {}, {}, array("i")
     empty = {"text": [0, ""], "label": [0, ""]}
     for text, label, where in rows:
@@ -181,6 +190,18 @@ def class_names(
     return tuple(labels)
 
 
+def column(path: Source, field: str, text_field: str = "text") -> list[str]:
+    """One more column, ``field``, of a file's rows as :func:`records` yields them, stripped
+    (``''`` where missing): what ``classify evaluate --by`` groups by. A DataError for a source
+    without columns (class folders, TFDS) or without that column, naming the columns it has."""
+    if source_format(path) not in ("csv", "tsv", "jsonl", "parquet"):
+        raise DataError(f"{_name(path)} has no columns; {field!r} names a column of a file")
+    try:
+        return [(value or "").strip() for _, value, _ in _rows(path, text_field, field)]
+    except DataError as error:  # the missing column's hint is data.label_field's
+        raise DataError(str(error).replace("; set data.label_field", "")) from None
+
+
 def _name(path: Source) -> str:
     """The source as messages name it: as given, a folder with a trailing '/'."""
     raw = os.fspath(path)
@@ -191,12 +212,15 @@ def _name(path: Source) -> str:
     )
 
 
-def _rows(path: Source, text: str, label: str) -> Iterator[Row]:
-    """The source's rows, not yet checked for emptiness; its format is checked now."""
+def _rows(path: Source, text: str, label: str, phrases: bool = False) -> Iterator[Row]:
+    """The source's rows, not yet checked for emptiness; its format is checked now.
+    ``phrases``: every labelled phrase of a treebank file, not only its sentences."""
     fmt, name = source_format(path), _name(path)
     if fmt == "tfds":
         return named.tfds_rows(name, text, label)
     path = Path(path)
+    if fmt == "treebank":
+        return treebank.rows(path, name, phrases)
     read = {"folder": _folder_rows, "jsonl": _jsonl_rows, "parquet": _parquet_rows}.get(fmt)
     return (read or _delimited_rows)(path, name, text, label, "\t" if fmt == "tsv" else ",")
 

@@ -11,7 +11,10 @@ labels before anything is trained or logged, so bad input is one line
   is given, rows of the source chosen stratified (:func:`split_assignment`) by
   ``data.validation_fraction`` and ``data.test_fraction`` with a fixed seed: every run,
   whatever its ``train.seed``, splits a file the same way;
-- a label in validation or test that training lacks is refused.
+- a label in validation or test that training lacks is refused; ``data.label_map`` renames,
+  merges or drops labels as read (:mod:`classifier.data.relabel`), for every source;
+- a treebank's phrases (``data.phrases``) train; carved validation and test are sentences
+  whose trees give training no phrase.
 
 The texts themselves are read again, streamed, when a split is iterated
 (:func:`classifier.data.pipeline.load_raw_splits`): a file larger than memory still trains.
@@ -27,35 +30,40 @@ Example (a CSV with ``text`` and ``label`` columns)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from classifier.config.schema import DataConfig
 from classifier.data import files, named
+from classifier.data.relabel import label_pairs, relabelled
 from classifier.data.tokenizer import standardize
 from classifier.errors import DataError
 
 SPLITS = ("train", "validation", "test")
 #: The seed of the stratified split of one file: fixed, so that every run splits it alike.
 SPLIT_SEED = 0
-_TRAIN, _VALIDATION, _TEST = 0, 1, 2
+_TRAIN, _VALIDATION, _TEST, _DROPPED = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
 class Part:
     """The rows of one file that make one split: ``rows`` (a bool per row of the file) or every
-    row (``rows`` None), and how many of each class it holds (in class order)."""
+    row (``rows`` None), and how many of each class it holds (in class order). A treebank's
+    phrase split reads the distinct phrases of the trees ``trees`` marks, its ``rows`` among
+    those."""
 
     name: str
     path: Path
     format: str
     rows: np.ndarray | None
     counts: tuple[int, ...]
+    trees: np.ndarray | None = None  # a treebank's phrases: of the trees where True, rows of those
 
     @property
     def size(self) -> int:
@@ -70,6 +78,7 @@ class Plan:
     parts: dict[str, Part]
     text_field: str
     label_field: str
+    label_map: Mapping[str, str | None] = field(default_factory=dict)  # data.label_map
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -79,16 +88,34 @@ class Plan:
         """``(text, label id)`` of every row of split ``name``, in file order, streamed."""
         part = self.parts[name]
         ids = {label: index for index, label in enumerate(self.labels)}
-        records = files.records(part.path, self.text_field, self.label_field)
+        ids.update({read: ids[name] for read, name in self.label_map.items() if name in ids})
+        phrases = False if part.trees is None else part.trees
+        records = files.records(part.path, self.text_field, self.label_field, phrases=phrases)
         for row, record in enumerate(records):
             if part.rows is None or part.rows[row]:
                 yield record.text, ids[record.label]
 
 
-#: Rows within which training shuffles (the shuffle buffer of
+#: Rows within which training shuffles at least (the shuffle buffer of
 #: :func:`classifier.data.batching.vectorize`); a file ordered by class over longer runs trains
 #: on one class at a time.
 SHUFFLE_WINDOW = 25_000
+#: Token ids the shuffle buffer may hold: 25,000 reviews of 512 ids (100 MB as int64), so that
+#: short texts (the treebank's phrases: 64 ids at most) shuffle 200,000 at a time.
+SHUFFLE_IDS = SHUFFLE_WINDOW * 512
+
+
+def shuffle_rows(sequence_length: int) -> int:
+    """The rows training shuffles at a time: :data:`SHUFFLE_WINDOW`, or more where the texts
+    are short enough that :data:`SHUFFLE_IDS` ids hold more of them.
+
+    Example:
+        >>> shuffle_rows(2500), shuffle_rows(512), shuffle_rows(64)
+        (25000, 25000, 200000)
+    """
+    return max(SHUFFLE_WINDOW, SHUFFLE_IDS // sequence_length)
+
+
 #: How far a window's share of a class may stray from the file's before that is called a run.
 RUN_SHARE = 0.2
 
@@ -106,7 +133,10 @@ def ordered_by_class(plan: Plan, window: int = SHUFFLE_WINDOW) -> str | None:
     part = plan.parts["train"]
     if part.size <= window:
         return None
-    codes = _scan(os.fspath(part.path), plan.text_field, plan.label_field).codes
+    relabel = tuple(plan.label_map.items()) or None
+    codes = _scan(
+        os.fspath(part.path), plan.text_field, plan.label_field, relabel, part.trees
+    ).codes
     if part.rows is not None:
         codes = codes[part.rows]
     classes = int(codes.max()) + 1
@@ -144,13 +174,14 @@ def plan_splits(cfg: DataConfig) -> Plan:
 
     Raises:
         DataError: one line naming the file: missing, malformed, not UTF-8, without the text
-            or label column, with empty texts or labels, one class only, or a label in
-            validation or test that training lacks.
+            or label column, with empty texts or labels, one class only, a label that
+            ``data.label_map`` lacks, or a label in validation or test that training lacks.
     """
     if cfg.source is None:
         raise ValueError("plan_splits is for data.source; the IMDB data has its own splits")
     fields = (cfg.text_field, cfg.label_field)
-    source = _scan(cfg.source, *fields)
+    relabel = label_pairs(cfg.label_map)
+    source = _scan(cfg.source, *fields, relabel)  # a treebank's sentences
     given = split_files(cfg)
     carve_validation = cfg.validation_fraction if given["validation"] is None else 0.0
     carve_test = cfg.test_fraction if given["test"] is None else 0.0
@@ -158,17 +189,19 @@ def plan_splits(cfg: DataConfig) -> Plan:
     assignment = split_assignment(
         source.codes, carve_validation, carve_test, SPLIT_SEED, names=names, where=cfg.source
     )
-    training_counts = np.bincount(source.codes[assignment == _TRAIN], minlength=len(names))
-    trained = {name: int(count) for name, count in zip(names, training_counts, strict=True)}
-    present = {name: count for name, count in trained.items() if count}
-    declared = cfg.labels
-    if declared is None and named.is_named(cfg.source):  # TFDS's own class order
-        kept = [
-            name for name in named.class_order(cfg.source, cfg.label_field) or [] if name in present
-        ]
-        declared = ",".join(kept) if len(kept) >= 2 else None
-    labels = files.class_names(present, declared, where=cfg.source)
-    parts = {"train": _part("train", source, labels, assignment == _TRAIN)}
+    training = source
+    if cfg.phrases:  # the distinct phrases of the training sentences' trees
+        training = _scan(cfg.source, *fields, relabel, phrases=assignment == _TRAIN)
+    present = {name: count for name, count in training.counts.items() if count}
+    if not cfg.phrases:
+        counts = np.bincount(source.codes[assignment == _TRAIN], minlength=len(names))
+        present = {name: int(count) for name, count in zip(names, counts, strict=True) if count}
+    labels = files.class_names(present, _declared(cfg, present), where=cfg.source)
+    if cfg.phrases:
+        parts = {"train": _part("train", training, labels, training.codes >= 0)}
+        parts["train"] = dataclasses.replace(parts["train"], trees=assignment == _TRAIN)
+    else:
+        parts = {"train": _part("train", source, labels, assignment == _TRAIN)}
     for name, path, code in (
         ("validation", given["validation"], _VALIDATION),
         ("test", given["test"], _TEST),
@@ -176,17 +209,32 @@ def plan_splits(cfg: DataConfig) -> Plan:
         if path is None:
             parts[name] = _part(name, source, labels, assignment == code)
         else:
-            scan = _scan(path, *fields)
+            scan = _scan(path, *fields, relabel)
             _check_known(scan, labels, name, cfg.source)
-            parts[name] = _part(name, scan, labels, None)
-    return Plan(labels, parts, *fields)
+            parts[name] = _part(name, scan, labels, scan.codes >= 0)
+    return Plan(labels, parts, *fields, dict(relabel or ()))
+
+
+def _declared(cfg: DataConfig, present: Mapping[str, int]) -> str | None:
+    """The class order asked for: ``data.labels``, else ``data.label_map``'s, else a TFDS data
+    set's own (where it names at least two of the classes present), else None (sorted)."""
+    if cfg.labels is None and cfg.label_map is not None:
+        mapped = dict.fromkeys(name for _, name in label_pairs(cfg.label_map) or () if name)
+        return ",".join(name for name in mapped if name in present)
+    if cfg.labels is not None or not named.is_named(cfg.source):
+        return cfg.labels
+    kept = [
+        name for name in named.class_order(cfg.source, cfg.label_field) or [] if name in present
+    ]
+    return ",".join(kept) if len(kept) >= 2 else None
 
 
 def split_assignment(
     codes: np.ndarray, validation: float, test: float, seed: int = 0,
     *, names: Sequence[str] | None = None, where: str = "",
 ) -> np.ndarray:  # fmt: skip
-    """Each row's split as uint8: 0 train, 1 validation, 2 test. Stratified and exact: of a
+    """Each row's split as uint8: 0 train, 1 validation, 2 test (3: none, a code below 0, a
+    label that ``data.label_map`` drops). Stratified and exact: of a
     class of ``n`` rows, ``round(validation * n)`` go to validation and ``round(test * n)`` to
     test (Python's ``round``), picked by ``numpy.random.default_rng(seed)``: the same inputs
     give the same assignment. A DataError when a class would keep no training row (``names``,
@@ -199,8 +247,9 @@ def split_assignment(
     if validation < 0 or test < 0 or validation + test >= 1:
         raise ValueError(f"fractions validation={validation}, test={test} leave no training rows")
     codes, rng = np.asarray(codes), np.random.default_rng(seed)
-    assignment = np.zeros(len(codes), np.uint8)
+    assignment = np.where(codes < 0, _DROPPED, _TRAIN).astype(np.uint8)
     order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]  # rows whose label data.label_map drops: in no split
     classes, starts, sizes = np.unique(codes[order], return_index=True, return_counts=True)
     for code, start, n in zip(classes.tolist(), starts.tolist(), sizes.tolist(), strict=True):
         to_validation, to_test = round(validation * n), round(test * n)
@@ -220,7 +269,7 @@ def split_assignment(
 def _part(name: str, scan: files.Scan, labels: tuple[str, ...], rows: np.ndarray | None) -> Part:
     """The split ``name`` of ``scan``'s file: its rows where ``rows`` holds (all if None)."""
     codes = scan.codes if rows is None else scan.codes[rows]
-    found = np.bincount(codes, minlength=len(scan.counts))
+    found = np.bincount(codes[codes >= 0], minlength=len(scan.counts))
     per_label = dict(zip(scan.counts, found.tolist(), strict=True))
     counts = tuple(per_label.get(label, 0) for label in labels)
     if rows is not None and rows.all():
@@ -239,19 +288,32 @@ def _check_known(scan: files.Scan, labels: tuple[str, ...], split: str, source: 
         )
 
 
-def _scan(path: str, text_field: str, label_field: str) -> files.Scan:
-    """:func:`classifier.data.files.scan`, once per file as it is now (path, size, mtime)."""
+def _scan(
+    path: str,
+    text_field: str,
+    label_field: str,
+    relabel: tuple[tuple[str, str | None], ...] | None = None,
+    phrases: np.ndarray | None = None,
+) -> files.Scan:
+    """:func:`classifier.data.files.scan`, once per file as it is now (path, size, mtime), its
+    labels mapped by ``relabel`` (a dropped row's code is -1); with ``phrases``, the distinct
+    phrases of the treebank's trees where it holds."""
     try:
         stat = os.stat(path)
     except OSError:
         return files.scan(path, text_field, label_field)  # raises its own one line
+    trees = None if phrases is None else (np.packbits(phrases).tobytes(), len(phrases))
     key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns, text_field, label_field)
-    return _cached_scan(*key)
+    return _cached_scan(*key, relabel, trees)
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_scan(path: str, size: int, mtime_ns: int, text_field: str, label_field: str):
-    return files.scan(path, text_field, label_field)
+def _cached_scan(path, size, mtime_ns, text_field, label_field, relabel, trees):
+    del size, mtime_ns  # in the key only: a file changed since is scanned again
+    phrases = False if trees is None else np.unpackbits(np.frombuffer(trees[0], np.uint8))
+    phrases = phrases if trees is None else phrases[: trees[1]].astype(bool)
+    scan = files.scan(path, text_field, label_field, phrases=phrases)
+    return scan if relabel is None else relabelled(scan, dict(relabel))
 
 
 def describe(cfg: DataConfig) -> str:
@@ -265,7 +327,8 @@ def describe(cfg: DataConfig) -> str:
                                   validation="../shared/data/sst5/dev.csv")))
     """
     plan = plan_splits(cfg)
-    width = max(10, *(len(label) for label in plan.labels))
+    longest = max(part.size for part in plan.parts.values())
+    width = max(len(f"{longest:,} (100%)"), *(len(label) for label in plan.labels))
     header = f"{'split':<11}{'texts':>9}" + "".join(
         f"{label:>{width + 2}}" for label in plan.labels
     )
@@ -308,18 +371,21 @@ def _origins(cfg: DataConfig, plan: Plan) -> str:
         train, validation, test: 80%, 10%, 10% of reviews.csv, stratified by class
         train = train.csv; validation = dev.csv; test: 10% of train.csv, stratified by class
         test = tfds:imdb_reviews:test; validation: 10% of tfds:imdb_reviews, stratified by class
+        train = every labelled phrase of train.txt's trees, each once; test = dev.txt; ...
     """
-    carved = [name for name, part in plan.parts.items() if part.rows is not None]
-    share = {
-        "train": 1.0 - sum(getattr(cfg, f"{name}_fraction") for name in carved if name != "train"),
-        "validation": cfg.validation_fraction,
-        "test": cfg.test_fraction,
-    }
-    if len(carved) == 3:
-        shares = ", ".join(f"{share[name]:.0%}" for name in carved)
-        return f"train, validation, test: {shares} of {cfg.source}, stratified by class"
-    whole = [f"{name} = {part.path}" for name, part in plan.parts.items() if part.rows is None]
-    cut = [name for name in carved if name != "train"]
-    shares = ", ".join(f"{share[name]:.0%}" for name in cut)
-    tail = f"; {' and '.join(cut)}: {shares} of {cfg.source}, stratified by class" if cut else ""
-    return "; ".join(whole) + tail
+    given = split_files(cfg)
+    carved = [name for name in ("validation", "test") if given[name] is None]
+    share = {name: getattr(cfg, f"{name}_fraction") for name in carved}
+    train = f"{1.0 - sum(share.values()):.0%}" if carved else "all"
+    if cfg.phrases:
+        whole = [f"train = every labelled phrase of {train} of {cfg.source}'s trees, each once"]
+    elif len(carved) == 2:
+        shares = ", ".join(f"{value:.0%}" for value in share.values())
+        return f"train, validation, test: {train}, {shares} of {cfg.source}, stratified by class"
+    else:
+        whole = [f"train = {plan.parts['train'].path}"] if not carved else []
+    whole += [f"{name} = {plan.parts[name].path}" for name in ("validation", "test") if given[name]]
+    shares = ", ".join(f"{value:.0%}" for value in share.values())
+    whose = "'s trees" if cfg.phrases else ""
+    tail = f"{' and '.join(carved)}: {shares} of {cfg.source}{whose}"
+    return "; ".join(whole + ([tail + ", stratified by class"] if carved else []))

@@ -61,7 +61,7 @@ def test_source_format_by_suffix_and_folder(tmp_path):
     for suffix, fmt in [*FORMATS.items(), (".CSV", "csv"), (".JsonL", "jsonl")]:
         assert source_format(write(tmp_path / f"a{suffix}", "")) == fmt
     assert source_format(tmp_path) == "folder"
-    assert set(FORMATS.values()) == {"csv", "tsv", "jsonl", "parquet"}
+    assert set(FORMATS.values()) == {"csv", "tsv", "jsonl", "parquet", "treebank"}
 
 
 def test_csv_round_trip_with_quoted_multiline_text(tmp_path):
@@ -217,7 +217,7 @@ def test_missing_source(tmp_path):
 
 def test_unknown_suffix(tmp_path):
     path = write(tmp_path / "reviews.xlsx", "")
-    taken = ".csv, .tsv, .tab, .jsonl, .ndjson, .parquet"
+    taken = ".csv, .tsv, .tab, .jsonl, .ndjson, .parquet, .txt (sentiment-treebank trees)"
     assert error_of(records, path) == (
         f"{path}: cannot tell the format from its suffix '.xlsx'; use a file ending in "
         f"{taken}, or a folder with one sub-folder per class"

@@ -113,7 +113,8 @@ def explain(
     type=click.Choice(["table", "json"]),
     default="table",
     show_default=True,
-    help="A table, or one JSON object (accuracy, macro_f1, log_loss, ece, n, per class).",
+    help="A table, or one JSON object (accuracy, macro_f1, log_loss, ece, n, per class; per "
+    "group with --by).",
 )
 @click.option(
     "--text-field",
@@ -130,6 +131,13 @@ def explain(
     help="The column of the labels.",
 )
 @click.option(
+    "--by",
+    metavar="COLUMN",
+    callback=checked,
+    help="Also the accuracy per value of this column of FILE, in order of first appearance "
+    "(the behaviour suite's files: capability).",
+)
+@click.option(
     "--figures",
     "figures_dir",
     type=click.Path(file_okay=False),
@@ -144,6 +152,7 @@ def evaluate(
     output_format: str,
     text_field: str,
     label_field: str,
+    by: str | None,
     figures_dir: str | None,
     batch_size: int,
 ) -> None:
@@ -152,24 +161,33 @@ def evaluate(
     FILE is a CSV, TSV, JSON Lines or Parquet file with a text and a label column, a folder
     with one sub-folder per class, or a TFDS split by name (tfds:NAME:SPLIT); its labels are
     the model's class names (or their indices).
-    Prints the metrics and a row per class, writes the confusion matrix and the reliability
-    diagram, and logs the evaluation to MLflow against the registered model version (a run in
-    its experiment; a local model is not logged).
+    Prints the metrics and a row per class (and per group of the column --by names), writes
+    the confusion matrix and the reliability diagram, and logs the evaluation to MLflow
+    against the registered model version (a run in its experiment; a local model is not
+    logged).
 
     \b
     Examples:
       classify evaluate my_reviews.csv
       classify evaluate --model models:/sst5-sentiment@newest --format json dev.csv
       classify evaluate --text-field review --label-field stars reviews.jsonl
+      classify evaluate --by capability data/behaviour/test.csv
     """
-    from classifier.data.files import scan
+    from classifier.data.label_case import case_clash
     from classifier.data.named import is_named
-    from classifier.serving.evaluation import evaluate_file, format_evaluation, write_figures
+    from classifier.serving.evaluation import (
+        check_file,
+        evaluate_file,
+        format_evaluation,
+        write_figures,
+    )
     from classifier.serving.model_source import find_bundle
 
     if is_named(file):  # tfds:NAME:SPLIT: TFDS reads it, with TensorFlow (its lines silenced)
         import_tensorflow()
-    checked_file = scan(file, text_field, label_field)  # bad data: one line, before any model
+    checked_file = check_file(file, text_field, label_field, by)  # bad data: one line, first
+    if note := case_clash(checked_file.scan.counts, file):
+        terminal.err(f"classify: note: {note}")
     bundle = find_bundle(model_spec)
     if bundle is not None:
         from classifier.serving.litert_engine import load_bundle

@@ -8,7 +8,9 @@ chunk at a time; the metrics are the training run's (:mod:`classifier.evaluation
 scikit-learn's where a library has them): accuracy, macro-F1, log loss, precision, recall and F1
 per class, and the ECE. Every text gets the model's most likely class (``unknown``, which
 ``predict`` answers for a text whose words the vocabulary hardly knows, is counted but not
-held out: a metric over the answered texts only would flatter the model).
+held out: a metric over the answered texts only would flatter the model). With ``by``, a column
+of the file groups the texts, and each group gets its accuracy too (the behaviour suite's
+``capability``: :mod:`classifier.evaluation.behaviour`).
 
 Example (a registered model and a labelled file)::
 
@@ -29,6 +31,7 @@ import numpy as np
 from classifier import plots
 from classifier.data import files
 from classifier.errors import DataError
+from classifier.evaluation.behaviour import accuracy_by_group
 from classifier.evaluation.metrics import (
     classification_metrics,
     expected_calibration_error,
@@ -46,10 +49,21 @@ FORMATS = ("table", "json")
 FIGURES = ("confusion_matrix.png", "reliability_diagram.png")
 
 
+@dataclass(frozen=True)
+class CheckedFile:
+    """A labelled file read before any model is loaded: its scan and, with ``by``, each row's
+    value of that column (its group)."""
+
+    scan: files.Scan
+    by: str | None = None
+    groups: tuple[str, ...] | None = None
+
+
 @dataclass
 class Evaluation:
     """A model's answers on a labelled file: the true class ids, the class probabilities (N, K),
-    how many texts ``predict`` would call ``unknown``, and the metrics."""
+    how many texts ``predict`` would call ``unknown``, the metrics, and each text's group where
+    a column (``by``) groups them."""
 
     source: str
     labels: tuple[str, ...]
@@ -57,11 +71,46 @@ class Evaluation:
     probabilities: np.ndarray
     unknown: int
     metrics: dict[str, float] = field(default_factory=dict)
+    by: str | None = None
+    groups: tuple[str, ...] | None = None
 
     @property
     def scores(self) -> np.ndarray:
         """What the metrics score: P(positive) (N,) for two classes, else (N, K)."""
         return self.probabilities[:, -1] if len(self.labels) == 2 else self.probabilities
+
+    @property
+    def predicted(self) -> np.ndarray:
+        """Each text's class id: positive where P(positive) >= 0.5 (two classes), else the
+        most probable class."""
+        if len(self.labels) == 2:
+            return (self.scores >= 0.5).astype(np.int64)
+        return self.probabilities.argmax(axis=1)
+
+    def by_group(self) -> list[tuple[str, int, float]]:
+        """``(group, texts, accuracy)`` per group, in order of first appearance (none without
+        ``by``)."""
+        if self.groups is None:
+            return []
+        return accuracy_by_group(self.groups, self.predicted == self.truth)
+
+
+def check_file(
+    source: str | Path, text_field: str = "text", label_field: str = "label", by: str | None = None
+) -> CheckedFile:
+    """Read the labelled ``source`` before any model is loaded: every row checked and its
+    labels counted (:func:`~classifier.data.files.scan`), and with ``by`` that column's values.
+
+    Raises:
+        DataError: as :func:`~classifier.data.files.scan`, and for a file without rows or
+            without the column ``by``.
+    """
+    scan = files.scan(source, text_field, label_field)
+    if not scan.rows:
+        after = " after its header" if scan.format in ("csv", "tsv") else ""
+        raise DataError(f"{source} has no rows{after}; there is nothing to evaluate")
+    groups = tuple(files.column(source, by, text_field)) if by else None
+    return CheckedFile(scan, by, groups)
 
 
 def label_ids(counts: dict[str, int], labels: tuple[str, ...], source: str) -> dict[str, int]:
@@ -94,17 +143,21 @@ def evaluate_file(
     text_field: str = "text",
     label_field: str = "label",
     batch_size: int = DEFAULT_BATCH_SIZE,
-    checked: files.Scan | None = None,
+    checked: CheckedFile | None = None,
+    by: str | None = None,
 ) -> Evaluation:
-    """Predict every text of the labelled ``source`` with ``model`` and score the answers
-    (``checked``: the file's :func:`~classifier.data.files.scan`, where it was made already).
+    """Predict every text of the labelled ``source`` with ``model`` and score the answers, with
+    ``by`` per group of that column too (``checked``: the file's :func:`check_file`, where it
+    was made already).
 
     Raises:
-        DataError: one line naming the file: missing, malformed, not UTF-8, without the text or
-            label column, empty texts or labels, or a label the model does not know.
+        DataError: one line naming the file: missing, malformed, not UTF-8, without rows, the
+            text, label or ``by`` column, empty texts or labels, or a label the model does not
+            know.
     """
     labels = labels_of(model)
-    scan = checked or files.scan(source, text_field, label_field)  # every row, before predicting
+    checked = checked or check_file(source, text_field, label_field, by)  # before predicting
+    scan = checked.scan
     ids = label_ids(scan.counts, labels, str(source))
     truth = np.array([ids[label] for label in scan.counts], dtype=np.int64)[scan.codes]
     chunks, unknown, texts = [], 0, []
@@ -122,7 +175,9 @@ def evaluate_file(
     if texts:
         flush()
     probabilities = np.concatenate(chunks)
-    evaluation = Evaluation(str(source), labels, truth, probabilities, unknown)
+    evaluation = Evaluation(
+        str(source), labels, truth, probabilities, unknown, by=checked.by, groups=checked.groups
+    )
     evaluation.metrics = {
         **classification_metrics(truth, evaluation.scores, labels, prefix=""),
         "ece": expected_calibration_error(truth, evaluation.scores),
@@ -135,12 +190,10 @@ def evaluate_file(
 def write_figures(evaluation: Evaluation, folder: Path) -> list[Path]:
     """The confusion matrix and the reliability diagram, as PNG files in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    if len(evaluation.labels) == 2:
-        predicted = evaluation.scores >= 0.5
-    else:
-        predicted = evaluation.probabilities.argmax(axis=1)
     confusion, reliability = (folder / name for name in FIGURES)
-    plots.plot_confusion_matrix(confusion, evaluation.truth, predicted, evaluation.labels)
+    plots.plot_confusion_matrix(
+        confusion, evaluation.truth, evaluation.predicted, evaluation.labels
+    )
     plots.plot_reliability_diagram(reliability, evaluation.truth, {"model": evaluation.scores})
     return [confusion, reliability]
 
@@ -179,6 +232,7 @@ def format_evaluation(
             **summary,
             **({"roc_auc": m["roc_auc"]} if "roc_auc" in m else {}),
             "classes": per_class,
+            **_groups_json(evaluation),
             **(extra or {}),
         }
         return json.dumps(document, ensure_ascii=False)
@@ -203,14 +257,53 @@ def format_evaluation(
             f"{label:<{width}}  {row['precision']:>9.4f}  {row['recall']:>6.4f}  "
             f"{row['f1']:>6.4f}  {row['support']:>7,}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _groups_table(evaluation))
+
+
+def _groups_json(evaluation: Evaluation) -> dict:
+    """The JSON keys of the accuracy per group: ``by`` and ``groups`` (none without ``by``)."""
+    if evaluation.by is None:
+        return {}
+    groups = {
+        group: {"accuracy": accuracy, "texts": texts}
+        for group, texts, accuracy in evaluation.by_group()
+    }
+    return {"by": evaluation.by, "groups": groups}
+
+
+def _groups_table(evaluation: Evaluation) -> list[str]:
+    """The table of the accuracy per group, after a blank line (none without ``by``)."""
+    if evaluation.by is None:
+        return []
+    rows = [
+        (group or "(empty)", texts, accuracy) for group, texts, accuracy in evaluation.by_group()
+    ]
+    width = max(len(evaluation.by), *(len(group) for group, _, _ in rows))
+    lines = ["", f"{evaluation.by:<{width}}  {'accuracy':>8}  {'texts':>7}"]
+    lines += [f"{group:<{width}}  {accuracy:>8.4f}  {texts:>7,}" for group, texts, accuracy in rows]
+    return lines
+
+
+def group_metrics(evaluation: Evaluation) -> dict[str, float]:
+    """The accuracy per group as metric keys, ``accuracy_<by>_<group>`` (as
+    :func:`~classifier.evaluation.metrics.metric_key` writes names).
+
+    Example:
+        >>> evaluation = Evaluation("f.csv", ("negative", "positive"), np.array([0, 1]),
+        ...     np.array([[0.9, 0.1], [0.8, 0.2]]), 0, by="capability", groups=("names", "typos"))
+        >>> group_metrics(evaluation)
+        {'accuracy_capability_names': 1.0, 'accuracy_capability_typos': 0.0}
+    """
+    by = metric_key(evaluation.by or "")
+    return {f"accuracy_{by}_{metric_key(group)}": acc for group, _, acc in evaluation.by_group()}
 
 
 def log_evaluation(evaluation: Evaluation, version, figures: list[Path]) -> str:
     """Log the evaluation to MLflow against the registered model ``version``: a run in its
     training run's experiment (tagged with the model's name and version), the file as its
-    ``evaluation`` dataset, the metrics (``eval_accuracy``, ...) linked to the model and the
-    dataset, and the figures. Returns the run's id.
+    ``evaluation`` dataset, the metrics (``eval_accuracy``, ...; with ``by``, per group:
+    :func:`group_metrics`) linked to the model and the dataset, and the figures. Returns the
+    run's id.
 
     ``mlflow.models.evaluate`` is not used: it scores a model's predicted labels (or one
     probability column), so it has no log loss or calibration for K classes, and it would
@@ -234,7 +327,8 @@ def log_evaluation(evaluation: Evaluation, version, figures: list[Path]) -> str:
         experiment_id=experiment_id, run_name=f"evaluate-{dataset.name}", tags=tags
     ) as run:
         mlflow.log_input(dataset, context="evaluation")
-        metrics = {f"eval_{key}": value for key, value in evaluation.metrics.items()}
+        scored = {**evaluation.metrics, **group_metrics(evaluation)}
+        metrics = {f"eval_{key}": value for key, value in scored.items()}
         mlflow.log_metrics(metrics, model_id=getattr(version, "model_id", None), dataset=dataset)
         for figure in figures:
             mlflow.log_artifact(str(figure))

@@ -59,6 +59,7 @@ class ComparisonRow:
     test_macro_f1_mean: float = math.nan  # NaN: runs from before macro-F1 was logged
     test_macro_f1_std: float = math.nan
     vs_baseline: float = math.nan  # test accuracy minus the bow baseline's, in points
+    behaviour_overall: float = math.nan  # mean behaviour suite accuracy (NaN: none logged)
     run_ids: list[str] = field(default_factory=list)
     test_accuracies: list[float] = field(default_factory=list)
     val_accuracy_curves: list[list[float]] = field(default_factory=list)
@@ -76,6 +77,7 @@ class ComparisonRow:
             "test_macro_f1_std": _none_if_nan(self.test_macro_f1_std),
             "test_ece": None if math.isnan(self.test_ece) else self.test_ece,
             "test_accuracy_vs_bow": None if math.isnan(self.vs_baseline) else self.vs_baseline,
+            "behaviour_overall": _none_if_nan(self.behaviour_overall),
             "epochs": self.epochs,
             "train_time_s": self.train_time_s,
             "parameters": self.parameters,
@@ -179,6 +181,9 @@ def compare_runs(
                 epochs=float(np.mean(epochs)),
                 train_time_s=_mean(run.data.metrics.get("train_time_s") for run in members),
                 test_ece=_mean(run.data.metrics.get("test_ece") for run in members),
+                behaviour_overall=_mean(
+                    run.data.metrics.get("behaviour_overall") for run in members
+                ),
                 test_macro_f1_mean=float(np.mean(macro_f1)),
                 test_macro_f1_std=float(np.std(macro_f1)),
                 parameters=int(parameters) if parameters and parameters.isdigit() else None,

@@ -1,6 +1,7 @@
 """One training run as a recipe (``train``): data and vectorizer, model and optimizer
 (``build``), fit, then refit on all labelled reviews where configured (``refit``) and finish:
-calibrate, evaluate, save and register (``finish``); starting from a trained classifier or a
+calibrate, evaluate, score the behaviour suite (``behaviour``), save and register
+(``finish``); starting from a trained classifier or a
 pretrained encoder (``transfer``).
 
 It may import every package below it: errors, config, evaluation, data, layers, models, plots,

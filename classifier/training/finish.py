@@ -1,5 +1,6 @@
 """The end of a training run: calibrate on the validation reviews, evaluate once on the test
-split, draw the figures, save the model (``.keras`` and its LiteRT bundle) and register it.
+split, score the behaviour suite (two classes: :mod:`classifier.training.behaviour`), draw the
+figures, save the model (``.keras`` and its LiteRT bundle) and register it.
 
 Example (at the end of ``classify train``)::
 
@@ -38,6 +39,7 @@ from classifier.runs.tracking import MODEL_ALIAS, version_of_run
 from classifier.serving.bundle import write_bundle
 from classifier.serving.litert_engine import BUNDLE_DIR
 from classifier.serving.registry import log_pyfunc_model
+from classifier.training.behaviour import behaviour_metrics_of
 
 EXAMPLE_REVIEWS = [
     "One of the best films I have seen in years: moving, funny and beautifully shot.",
@@ -84,6 +86,9 @@ def finish_run(
     metrics["test_ece"] = expected_calibration_error(truth, probabilities)
     metrics["test_ece_uncalibrated"] = expected_calibration_error(truth, uncalibrated)
     mlflow.log_metrics(metrics)
+    status(echo, "scoring the behaviour suite")
+    if behaviour := behaviour_metrics_of(model, vectorizer, labels, cfg.data):
+        mlflow.log_metrics(behaviour)
     mlflow.log_metrics(
         {
             "best_epoch": progress.best_epoch,

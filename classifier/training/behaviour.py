@@ -1,0 +1,61 @@
+"""The behaviour suite's ``dev`` part (:mod:`classifier.evaluation.behaviour`) scored at the end
+of a two-class training run: accuracy per capability, ``behaviour_<capability>``, and their
+mean, ``behaviour_overall``, logged beside the test metrics.
+
+The sentences are predicted as the test split is: vectorized by the run's vectorizer
+(:func:`classifier.data.batching.vectorize`) and scored by the calibrated head
+(:func:`classifier.evaluation.calibration.head_logits`); a sentence is positive where the
+positive class's logit is at least the negative one's, as P(positive) >= 0.5 of the saved model.
+A model whose classes are not ``negative``/``positive`` (or ``neg``/``pos``, in any case) is not
+scored: no metrics, no message.
+
+Example (at the end of ``finish_run``)::
+
+    mlflow.log_metrics(behaviour_metrics_of(model, vectorizer, labels, cfg.data))
+    # {'behaviour_vocabulary': 0.99, ..., 'behaviour_overall': 0.61}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from classifier.config.schema import DataConfig
+from classifier.data.batching import vectorize
+from classifier.evaluation.behaviour import behaviour_metrics, suite, suite_classes
+from classifier.evaluation.calibration import head_logits
+
+#: The part every training run scores; ``test`` is kept for reporting.
+SCORED_PART = "dev"
+
+
+def behaviour_metrics_of(
+    model: keras.Model, vectorizer, labels: Sequence[str], data: DataConfig
+) -> dict[str, float]:
+    """The suite's metrics of the classifier ``model`` (token ids in) with ``vectorizer``, of
+    the classes ``labels``; empty where the classes are not the suite's."""
+    predicted = suite_predictions(model, vectorizer, labels, data)
+    return {} if predicted is None else behaviour_metrics(suite(SCORED_PART), predicted)
+
+
+def suite_predictions(
+    model: keras.Model, vectorizer, labels: Sequence[str], data: DataConfig
+) -> list[str] | None:
+    """The label (``negative``, ``positive``) the model gives each sentence of the scored part,
+    in the suite's order; None where its classes are not the suite's."""
+    classes = suite_classes(labels)
+    if classes is None:
+        return None
+    texts = [row.text for row in suite(SCORED_PART)]
+    # Each sentence's index rides as its label: batches by length come back in another order.
+    sentences = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(texts), tf.range(len(texts), dtype=tf.int64))
+    )
+    batches = vectorize(sentences, vectorizer, data.batch_size, None, data.bucket_by_length)
+    logits, order = head_logits(model, batches)
+    logits = logits[np.argsort(order)]
+    positive = logits[:, classes["positive"]] >= logits[:, classes["negative"]]
+    return np.where(positive, "positive", "negative").tolist()

@@ -109,8 +109,7 @@ def test_a_label_the_map_lacks_is_one_line(tmp_path):
     with pytest.raises(DataError) as caught:
         plan(path, "data.label_map=0=negative, 1=negative, 3=positive, 4=positive")
     assert str(caught.value) == (
-        f"{path}: label '2' is not in data.label_map; map it to a class, or drop its rows "
-        "with '2='"
+        f"{path}: label '2' is not in data.label_map; map it to a class, or drop its rows with '2='"
     )
 
 

@@ -12,6 +12,7 @@ from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask, causal_mask, combine_masks
 from classifier.layers.normalization import LayerNormalization, residual_sublayer
+from classifier.layers.stack import LayerStack, TransformerSettings
 
 __all__ = ["Decoder", "DecoderLayer"]
 
@@ -29,7 +30,7 @@ def _decoder_masks(
 
 
 @keras.saving.register_keras_serializable(package="classifier")
-class DecoderLayer(keras.layers.Layer):
+class DecoderLayer(TransformerSettings):
     """One Transformer decoder layer: masked self-attention, cross-attention, feed-forward.
 
     Post-LN (default)::
@@ -98,17 +99,10 @@ class DecoderLayer(keras.layers.Layer):
         attention_dropout: float = 0.0,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.norm_first = norm_first
-        self.activation = keras.activations.get(activation)
-        self.epsilon = epsilon
-        self.attention_dropout = attention_dropout
-        self.supports_masking = True
-
+        super().__init__(
+            d_model, num_heads, d_ff, dropout, norm_first, activation, epsilon,
+            attention_dropout, **kwargs,
+        )  # fmt: skip
         policy = self.dtype_policy
         self.self_attention = MultiHeadAttention(
             d_model, num_heads, dropout=attention_dropout, name="self_attention", dtype=policy
@@ -200,25 +194,9 @@ class DecoderLayer(keras.layers.Layer):
             return x, self_weights, cross_weights
         return x
 
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "d_model": self.d_model,
-                "num_heads": self.num_heads,
-                "d_ff": self.d_ff,
-                "dropout": self.dropout,
-                "norm_first": self.norm_first,
-                "activation": keras.activations.serialize(self.activation),
-                "epsilon": self.epsilon,
-                "attention_dropout": self.attention_dropout,
-            }
-        )
-        return config
-
 
 @keras.saving.register_keras_serializable(package="classifier")
-class Decoder(keras.layers.Layer):
+class Decoder(LayerStack):
     """A stack of ``num_layers`` :class:`DecoderLayer` on embedded decoder inputs.
 
     With ``norm_first=True`` a final layer normalization follows the stack.
@@ -274,40 +252,12 @@ class Decoder(keras.layers.Layer):
         attention_dropout: float = 0.0,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be at least 1, got {num_layers}.")
-        self.num_layers = num_layers
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.norm_first = norm_first
-        self.activation = keras.activations.get(activation)
-        self.epsilon = epsilon
-        self.attention_dropout = attention_dropout
-        self.supports_masking = True
-
-        self.decoder_layers = [
-            DecoderLayer(
-                d_model,
-                num_heads,
-                d_ff,
-                dropout=dropout,
-                norm_first=norm_first,
-                activation=self.activation,
-                epsilon=epsilon,
-                attention_dropout=attention_dropout,
-                name=f"layer_{i}",
-                dtype=self.dtype_policy,
-            )
-            for i in range(num_layers)
-        ]
-        self.final_norm = (
-            LayerNormalization(epsilon, name="final_norm", dtype=self.dtype_policy)
-            if norm_first
-            else None
-        )
+        super().__init__(
+            num_layers, d_model, num_heads, d_ff, dropout, norm_first, activation, epsilon,
+            attention_dropout, **kwargs,
+        )  # fmt: skip
+        self.decoder_layers = self.stacked(DecoderLayer)
+        self.final_norm = self.final_norm_layer()
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape):
         check_width(self, decoder_sequence_shape, self.d_model, what="decoder inputs")
@@ -349,20 +299,3 @@ class Decoder(keras.layers.Layer):
         if return_attention_scores:
             return x, self_weights, cross_weights
         return x
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "num_layers": self.num_layers,
-                "d_model": self.d_model,
-                "num_heads": self.num_heads,
-                "d_ff": self.d_ff,
-                "dropout": self.dropout,
-                "norm_first": self.norm_first,
-                "activation": keras.activations.serialize(self.activation),
-                "epsilon": self.epsilon,
-                "attention_dropout": self.attention_dropout,
-            }
-        )
-        return config

@@ -14,12 +14,13 @@ from classifier.layers.checks import check_width
 from classifier.layers.feed_forward import FeedForward
 from classifier.layers.masks import attention_mask
 from classifier.layers.normalization import LayerNormalization, residual_sublayer
+from classifier.layers.stack import LayerStack, TransformerSettings
 
 __all__ = ["Encoder", "EncoderLayer", "TransformerBlock"]
 
 
 @keras.saving.register_keras_serializable(package="classifier")
-class EncoderLayer(keras.layers.Layer):
+class EncoderLayer(TransformerSettings):
     """One Transformer encoder layer: self-attention and feed-forward, each with a residual.
 
     Post-LN (the paper, default)::
@@ -88,17 +89,10 @@ class EncoderLayer(keras.layers.Layer):
         attention_dropout: float = 0.0,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.norm_first = norm_first
-        self.activation = keras.activations.get(activation)
-        self.epsilon = epsilon
-        self.attention_dropout = attention_dropout
-        self.supports_masking = True
-
+        super().__init__(
+            d_model, num_heads, d_ff, dropout, norm_first, activation, epsilon,
+            attention_dropout, **kwargs,
+        )  # fmt: skip
         policy = self.dtype_policy
         self.self_attention = MultiHeadAttention(
             d_model, num_heads, dropout=attention_dropout, name="self_attention", dtype=policy
@@ -156,22 +150,6 @@ class EncoderLayer(keras.layers.Layer):
             return x, weights
         return x
 
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "d_model": self.d_model,
-                "num_heads": self.num_heads,
-                "d_ff": self.d_ff,
-                "dropout": self.dropout,
-                "norm_first": self.norm_first,
-                "activation": keras.activations.serialize(self.activation),
-                "epsilon": self.epsilon,
-                "attention_dropout": self.attention_dropout,
-            }
-        )
-        return config
-
 
 @keras.saving.register_keras_serializable(package="classifier")
 class TransformerBlock(EncoderLayer):
@@ -185,7 +163,7 @@ class TransformerBlock(EncoderLayer):
 
 
 @keras.saving.register_keras_serializable(package="classifier")
-class Encoder(keras.layers.Layer):
+class Encoder(LayerStack):
     """A stack of ``num_layers`` :class:`EncoderLayer` on embedded inputs.
 
     With ``norm_first=True`` a final layer normalization follows the stack (pre-LN needs it).
@@ -239,40 +217,12 @@ class Encoder(keras.layers.Layer):
         attention_dropout: float = 0.0,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be at least 1, got {num_layers}.")
-        self.num_layers = num_layers
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.norm_first = norm_first
-        self.activation = keras.activations.get(activation)
-        self.epsilon = epsilon
-        self.attention_dropout = attention_dropout
-        self.supports_masking = True
-
-        self.encoder_layers = [
-            EncoderLayer(
-                d_model,
-                num_heads,
-                d_ff,
-                dropout=dropout,
-                norm_first=norm_first,
-                activation=self.activation,
-                epsilon=epsilon,
-                attention_dropout=attention_dropout,
-                name=f"layer_{i}",
-                dtype=self.dtype_policy,
-            )
-            for i in range(num_layers)
-        ]
-        self.final_norm = (
-            LayerNormalization(epsilon, name="final_norm", dtype=self.dtype_policy)
-            if norm_first
-            else None
-        )
+        super().__init__(
+            num_layers, d_model, num_heads, d_ff, dropout, norm_first, activation, epsilon,
+            attention_dropout, **kwargs,
+        )  # fmt: skip
+        self.encoder_layers = self.stacked(EncoderLayer)
+        self.final_norm = self.final_norm_layer()
 
     def build(self, input_shape):
         check_width(self, input_shape, self.d_model)
@@ -302,20 +252,3 @@ class Encoder(keras.layers.Layer):
         if return_attention_scores:
             return x, all_weights
         return x
-
-    def get_config(self) -> dict[str, Any]:
-        config = super().get_config()
-        config.update(
-            {
-                "num_layers": self.num_layers,
-                "d_model": self.d_model,
-                "num_heads": self.num_heads,
-                "d_ff": self.d_ff,
-                "dropout": self.dropout,
-                "norm_first": self.norm_first,
-                "activation": keras.activations.serialize(self.activation),
-                "epsilon": self.epsilon,
-                "attention_dropout": self.attention_dropout,
-            }
-        )
-        return config

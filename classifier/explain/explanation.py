@@ -27,7 +27,7 @@ Example (a run's bundle; ``classify explain`` does this)::
 
     bundle = classifier.serving.litert_engine.load_bundle("bundle")
     explanation = explain_text(bundle, "A wonderful, moving film.")
-    plots.plot_token_attention("review.png", **figure_arguments(explanation))
+    plots.plot_token_attention("review.png", token_figure(explanation))
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from classifier.explain.measures import (
     word_contributions,
     word_occlusion,
 )
-from classifier.explain.views import Explanation, figure_arguments, write_html
+from classifier.explain.views import Explanation, token_figure, write_html
 from classifier.serving.explain_parts import NgramWeights
 from classifier.serving.litert_engine import BundleModel
 from classifier.serving.predict import DEFAULT_THRESHOLD
@@ -252,7 +252,7 @@ def explain_file(
         if output_format == "html":
             written = write_html(target, explanation)
         else:
-            written = plots.plot_token_attention(target, **figure_arguments(explanation))
+            written = plots.plot_token_attention(target, token_figure(explanation))
     except OSError as error:
         reporter.error(str(target), f"cannot write ({error.strerror or error})")
         return None

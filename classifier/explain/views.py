@@ -150,22 +150,22 @@ def top_words(explanation: Explanation, count: int = TOP_WORDS) -> list[tuple[st
     return [(word, share, times[word]) for word, share in ranked]
 
 
-def figure_arguments(explanation: Explanation) -> dict:
-    """The keyword arguments of :func:`classifier.plots.plot_token_attention` (all but path)."""
-    return {
-        "tokens": explanation.tokens,
-        "in_vocabulary": explanation.in_vocabulary,
-        "shares": explanation.attention,
-        "label": explanation.label,
-        "probability": explanation.probability,
-        "target": explanation.target,
-        "measure": explanation.measure,
-        "caption": caption(explanation),
-        "top_words": top_words(explanation),
-        "signed": explanation.signed,
-        "second": explanation.weights,
-        "second_caption": weights_caption(explanation) if explanation.weights is not None else "",
-    }
+def token_figure(explanation: Explanation) -> plots.TokenFigure:
+    """What :func:`classifier.plots.plot_token_attention` draws of an explanation."""
+    return plots.TokenFigure(
+        tokens=explanation.tokens,
+        in_vocabulary=explanation.in_vocabulary,
+        shares=explanation.attention,
+        label=explanation.label,
+        probability=explanation.probability,
+        target=explanation.target,
+        measure=explanation.measure,
+        caption=caption(explanation),
+        top_words=top_words(explanation),
+        signed=explanation.signed,
+        second=explanation.weights,
+        second_caption=weights_caption(explanation) if explanation.weights is not None else "",
+    )
 
 
 def weights_caption(explanation: Explanation) -> str:

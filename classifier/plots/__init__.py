@@ -12,6 +12,7 @@ Example:
 from classifier.plots.attention import (
     COLOUR_MAP,
     LABEL_COLOURS,
+    TokenFigure,
     plot_attention_heads,
     plot_positional_encoding,
     plot_token_attention,
@@ -38,6 +39,7 @@ __all__ = [
     "plot_reliability_diagram",
     "plot_test_accuracy_by_variant",
     "plot_token_attention",
+    "TokenFigure",
     "plot_training_curves",
     "plot_validation_accuracy_by_variant",
     "token_colours",

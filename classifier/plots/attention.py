@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -128,48 +129,55 @@ def token_colours(
     return colormaps[COLOUR_MAP](0.05 + 0.9 * np.minimum(scaled, 1.0))
 
 
-def plot_token_attention(
-    path: str | Path,
-    tokens: Sequence[str],
-    in_vocabulary: Sequence[bool],
-    shares: np.ndarray,
-    label: str,
-    probability: float,
-    caption: str,
-    top_words: Sequence[tuple[str, float, int]],
-    width: float = 11.0,
-    signed: bool = False,
-    second: np.ndarray | None = None,
-    second_caption: str = "",
-    target: str = "positive",
-    measure: str = "log-odds of positive",
-) -> Path:
-    """Write a PNG: the predicted label, the review's tokens shaded by the attention they
-    receive (or a signed measure), a colour bar, optionally the tokens again shaded by a second
-    measure (an attention model's weights beside its occlusion), and the top words as bars.
+@dataclass(frozen=True)
+class TokenFigure:
+    """What an explain figure shows (:func:`plot_token_attention`).
 
-    Args:
-        path: PNG file to write (parents are created).
+    Attributes:
         tokens: the words the model saw; ``in_vocabulary`` per word (others are in italics).
-        shares: (n,) the attention each token receives.
+        shares: (n,) the attention each token receives (or, ``signed``, its contribution).
         label, probability: the prediction (label and P(``target``)), as the title.
         caption: what the picture shows, under the title.
         top_words: ``(word, share, times)`` for the bar chart, most attended first.
-        width: figure width in inches; the height follows the length of the review.
-        signed: ``shares`` are signed contributions to the log-odds of positive (``bow``),
-            shaded red to blue, and ``top_words`` ranks them by size.
+        signed: ``shares`` are signed contributions to the ``measure`` (``log-odds of
+            positive``), shaded red to blue, and ``top_words`` ranks them by size.
         second: (n,) attention shares drawn as a second panel, under ``second_caption``.
         target: the class whose probability ``probability`` is (``positive``).
         measure: what signed ``shares`` add to, for the colour bar (``margin of okay``).
+    """
 
-    Returns:
-        The path written.
+    tokens: Sequence[str]
+    in_vocabulary: Sequence[bool]
+    shares: np.ndarray
+    label: str
+    probability: float
+    caption: str
+    top_words: Sequence[tuple[str, float, int]]
+    signed: bool = False
+    second: np.ndarray | None = None
+    second_caption: str = ""
+    target: str = "positive"
+    measure: str = "log-odds of positive"
+
+
+def plot_token_attention(path: str | Path, shown: TokenFigure, width: float = 11.0) -> Path:
+    """Write a PNG: the predicted label, the review's tokens shaded by the attention they
+    receive (or a signed measure), a colour bar, optionally the tokens again shaded by a second
+    measure (an attention model's weights beside its occlusion), and the top words as bars.
+    ``width`` is in inches; the height follows the length of the review. Returns ``path``.
 
     Example:
-        >>> plot_token_attention(tmp / "great.png", ["great", "film"], [True, True],
-        ...     np.array([0.7, 0.3]), "positive", 0.93, "2 tokens", [("great", 0.7, 1)]).name
+        >>> shown = TokenFigure(["great", "film"], [True, True], np.array([0.7, 0.3]),
+        ...     "positive", 0.93, "2 tokens", [("great", 0.7, 1)])
+        >>> plot_token_attention(tmp / "great.png", shown).name
         'great.png'
     """
+    tokens, in_vocabulary, shares = shown.tokens, shown.in_vocabulary, shown.shares
+    label, probability, caption, top_words = (
+        shown.label, shown.probability, shown.caption, shown.top_words,
+    )  # fmt: skip
+    signed, second, second_caption = shown.signed, shown.second, shown.second_caption
+    target, measure = shown.target, shown.measure
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
     from matplotlib.font_manager import FontProperties

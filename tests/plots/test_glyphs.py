@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from classifier.plots import plot_token_attention
+from classifier.plots import TokenFigure, plot_token_attention
 from classifier.plots.glyphs import PLACEHOLDER, drawable, font_families
 
 
@@ -30,8 +30,7 @@ def test_an_explain_figure_of_japanese_words_raises_no_warning(tmp_path):
     tokens = ["映画", "はとても", "退屈", "great"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        path = plot_token_attention(
-            tmp_path / "ja.png",
+        shown = TokenFigure(
             tokens,
             [False, False, False, True],
             np.array([0.1, 0.2, 0.3, 0.4]),
@@ -40,5 +39,6 @@ def test_an_explain_figure_of_japanese_words_raises_no_warning(tmp_path):
             "4 tokens of 映画.txt",
             [("great", 0.4, 1), ("退屈", 0.3, 1)],
         )
+        path = plot_token_attention(tmp_path / "ja.png", shown)
     assert path.stat().st_size > 0
     assert [str(w.message) for w in caught] == []

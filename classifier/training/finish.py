@@ -4,14 +4,16 @@ figures, save the model (``.keras`` and its LiteRT bundle) and register it.
 
 Example (at the end of ``classify train``)::
 
-    metrics, version = finish_run(cfg, model, vectorizer, data, progress, workdir)
+    metrics, version = finish_run(TrainedRun(cfg, model, vectorizer, data, progress, workdir))
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import keras
 import mlflow
@@ -47,25 +49,33 @@ EXAMPLE_REVIEWS = [
 ]
 
 
-def finish_run(
-    cfg,
-    model,
-    vectorizer,
-    data,
-    progress,
-    workdir: Path,
-    calibration: Calibration | None = None,
-    echo: Callable[[str], None] | None = None,
-    labels: tuple[str, ...] = LABELS,
-):
-    """Calibrate, evaluate, log and register the trained ``model`` of the classes ``labels``;
-    return ``(test metrics, registered ModelVersion)``.
+@dataclass
+class TrainedRun:
+    """A training run at its end: its config, the trained model of the classes ``labels`` with
+    its vectorizer and batches (``data``: train, validation, test), how training went
+    (``progress``), its folder, and where the steps are named on a terminal's status line
+    (``echo``, :func:`classifier.runs.live.status`)."""
+
+    cfg: Any
+    model: keras.Model
+    vectorizer: Any
+    data: Any
+    progress: Any
+    workdir: Path
+    labels: tuple[str, ...] = LABELS
+    echo: Callable[[str], None] | None = None
+
+
+def finish_run(run: TrainedRun, calibration: Calibration | None = None):
+    """Calibrate, evaluate, log and register the run's model; return ``(test metrics,
+    registered ModelVersion)``.
 
     ``calibration``: fold this one instead of fitting it on ``data.validation`` (a refit model,
     trained on the validation reviews, gets one matched to the chosen model's confidence:
-    :class:`classifier.training.refit.ChosenConfidence`). ``echo``: where the steps are named
-    on a terminal's status line (:func:`classifier.runs.live.status`).
+    :class:`classifier.training.refit.ChosenConfidence`).
     """
+    cfg, model, vectorizer, data = run.cfg, run.model, run.vectorizer, run.data
+    progress, workdir, labels, echo = run.progress, run.workdir, run.labels, run.echo
     if calibration is None:
         status(echo, "calibrating on the validation reviews")
         calibration = calibrate(model, data.validation)  # fitted on validation, folded in

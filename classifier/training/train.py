@@ -32,12 +32,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import keras
 import tensorflow as tf
 
 from classifier.config.schema import Config
 from classifier.data.pipeline import (
+    Datasets,
+    RawSplits,
     ReviewVectorizer,
     build_vectorizer,
     load_raw_splits,
@@ -60,7 +63,7 @@ from classifier.runs.live import batch_progress, status
 from classifier.runs.precision import as_float32, device_note, precision_policy
 from classifier.runs.resume import PROGRESS_FILE
 from classifier.training.build import new_model
-from classifier.training.finish import finish_run
+from classifier.training.finish import TrainedRun, finish_run
 from classifier.training.ngram_features import fit_inputs
 from classifier.training.refit import ChosenConfidence, refit
 from classifier.training.transfer import starting_point
@@ -115,15 +118,42 @@ def train(
     with run_workspace("train", resume, echo) as workdir:
         cfg, checkpoint = resume_state(cfg, resume, workdir)
         with precision_policy(cfg.train.mixed_precision):  # the models built for training
-            return _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir)
+            run = _start(cfg, checkpoint, workdir, echo)
+            return _train(run, resume, tags, run_id)
 
 
-def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> TrainResult:
+@dataclass
+class RunState:
+    """One training run as it goes: its config and folder, its splits (texts and batches), the
+    vectorizer, the model, where training stands, and the pretrained encoder it started from."""
+
+    cfg: Config
+    workdir: Path
+    echo: Callable[[str], None]
+    raw: RawSplits
+    vectorizer: ReviewVectorizer
+    progress: TrainingProgress
+    seed: int  # of the training batches' order (a resumed run's own)
+    data: Datasets
+    model: keras.Model
+    encoder: Any = None  # model.init_from's encoder, where the run starts from one
+    best_weights: Path | None = None  # a resumed run's best epoch so far
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        splits = {"train": self.raw.train, "validation": self.raw.validation}
+        return {
+            name: int(split.cardinality())
+            for name, split in {**splits, "test": self.raw.test}.items()
+        }
+
+
+def _start(cfg: Config, checkpoint: Path | None, workdir: Path, echo) -> RunState:
+    """Seeds, data, vectorizer and model: fresh, or a checkpoint's (with its optimizer state).
+    model.init_from: a pretrained encoder's weights and vocabulary (a resumed run has them in
+    its checkpoint; only a refit starts from the encoder again)."""
     keras.utils.set_random_seed(cfg.train.seed)
     tf.config.experimental.enable_op_determinism()
-
-    # 1. Data and vectorizer. model.init_from: a pretrained encoder's weights and vocabulary (a
-    # resumed run has them in its checkpoint; only a refit starts from the encoder again).
     status(echo, "loading the reviews")
     raw = load_raw_splits(cfg.data)
     encoder = starting_point(cfg) if not checkpoint or cfg.train.refit else None
@@ -144,95 +174,108 @@ def _train_from(cfg, checkpoint, resume, echo, tags, run_id, workdir: Path) -> T
     )
     seed = resumed_seed(cfg.train.seed, progress.epoch)  # not epoch 1's order again
     data = make_datasets(cfg.data, raw, vectorizer, seed=seed)
-    splits = {"train": raw.train, "validation": raw.validation, "test": raw.test}
-    sizes = {name: int(split.cardinality()) for name, split in splits.items()}
-    classes = len(raw.labels)
-
-    # 2. Model and optimizer: fresh, or the checkpoint's with its optimizer state.
     if checkpoint:
         model = keras.models.load_model(checkpoint / "last.keras", safe_mode=True)
         best_weights = checkpoint / "best.weights.h5"
     else:
         status(echo, "building the model")
-        model = new_model(cfg, data.train, encoder, classes)
+        model = new_model(cfg, data.train, encoder, len(raw.labels))
         best_weights = None
+    return RunState(
+        cfg, workdir, echo, raw, vectorizer, progress, seed, data, model, encoder, best_weights
+    )
 
-    def log_inputs() -> None:
-        status(echo, "logging the run's inputs to MLflow")
-        params = {f"data.{name}_reviews": size for name, size in sizes.items()}
-        params["model.parameters"] = model.count_params()
-        params["data.class_names"] = json.dumps(raw.labels, ensure_ascii=False)
-        log_run_inputs(cfg, vectorizer, params, {"variant": cfg.model.variant})
-        log_datasets(run_datasets(cfg.data))
-        if encoder:
-            encoder.log_lineage()
 
-    run_name = f"{cfg.model.variant}-seed{cfg.train.seed}"
+def _train(run: RunState, resume: str | None, tags, run_id: str | None) -> TrainResult:
+    """Fit under a tracked MLflow run, then refit where configured and finish the run."""
+    cfg, echo = run.cfg, run.echo
     with tracked_run(
-        cfg.experiment, run_name, progress, log_inputs, resume, run_id, tags
-    ) as run_id:
+        cfg.experiment, f"{cfg.model.variant}-seed{cfg.train.seed}", run.progress,
+        lambda: _log_inputs(run), resume, run_id, tags,
+    ) as run_id:  # fmt: skip
+        sizes = run.sizes
         echo(
-            f"run {run_id}: {cfg.model.variant}, {model.count_params():,} parameters, "
+            f"run {run_id}: {cfg.model.variant}, {run.model.count_params():,} parameters, "
             f"{sizes['train']:,} training / {sizes['validation']:,} validation reviews"
-            + (f", resuming after epoch {progress.epoch}" if resume else "")
+            + (f", resuming after epoch {run.progress.epoch}" if resume else "")
             + device_note(cfg.train.mixed_precision)
         )
-        # 3. Fit, choosing the epoch on the validation reviews.
-        callback = EpochTracker(cfg, progress, vectorizer, workdir, echo, best_weights, model)
-        epoch_bar = batch_progress(
-            echo, "epoch", cfg.train.epochs, sizes["train"], cfg.data.batch_size
+        _fit(run)
+        result = _finish(run, run_id)
+    echo(_summary(cfg, result, len(run.raw.labels), run_id))
+    return result
+
+
+def _log_inputs(run: RunState) -> None:
+    status(run.echo, "logging the run's inputs to MLflow")
+    params = {f"data.{name}_reviews": size for name, size in run.sizes.items()}
+    params["model.parameters"] = run.model.count_params()
+    params["data.class_names"] = json.dumps(run.raw.labels, ensure_ascii=False)
+    log_run_inputs(run.cfg, run.vectorizer, params, {"variant": run.cfg.model.variant})
+    log_datasets(run_datasets(run.cfg.data))
+    if run.encoder:
+        run.encoder.log_lineage()
+
+
+def _fit(run: RunState) -> None:
+    """Fit, choosing the epoch on the validation reviews; the best epoch's weights stay."""
+    cfg = run.cfg
+    callback = EpochTracker(
+        cfg, run.progress, run.vectorizer, run.workdir, run.echo, run.best_weights, run.model
+    )
+    epoch_bar = batch_progress(
+        run.echo, "epoch", cfg.train.epochs, run.sizes["train"], cfg.data.batch_size
+    )
+    trainer, train_batches, validation_batches = fit_inputs(
+        run.model, run.data.train, run.data.validation, cfg.data, run.seed, cfg.train.lazy_adam
+    )
+    trainer.fit(
+        train_batches,
+        validation_data=validation_batches,
+        epochs=cfg.train.epochs,
+        initial_epoch=run.progress.epoch,
+        callbacks=[*epoch_bar, callback],
+        shuffle=False,  # the training pipeline shuffles, seeded
+        verbose=0,
+    )
+    callback.restore_best(run.model)
+
+
+def _finish(run: RunState, run_id: str) -> TrainResult:
+    """Refit on all labelled reviews where configured, then calibrate, evaluate, save and
+    register (in float32)."""
+    cfg, model, vectorizer, data = run.cfg, run.model, run.vectorizer, run.data
+    chosen = calibration = None
+    if cfg.train.refit:  # the chosen model's calibrated confidence, carried over
+        chosen = ChosenConfidence.of(cfg, model, vectorizer, data.validation, run.echo)
+        model, vectorizer, data = refit(
+            cfg, run.raw, run.progress.best_epoch, run.progress.history, run.echo, run.encoder
         )
-        trainer, train_batches, validation_batches = fit_inputs(
-            model, data.train, data.validation, cfg.data, seed, cfg.train.lazy_adam
+    with precision_policy(False):  # what is evaluated and saved computes in float32
+        shape = (cfg.data.vocab_size, cfg.data.sequence_length, len(run.raw.labels))
+        model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
+        if chosen:
+            calibration = chosen.calibration_for(model, vectorizer, run.echo)
+        trained = TrainedRun(
+            cfg, model, vectorizer, data, run.progress, run.workdir, run.raw.labels, run.echo
         )
-        trainer.fit(
-            train_batches,
-            validation_data=validation_batches,
-            epochs=cfg.train.epochs,
-            initial_epoch=progress.epoch,
-            callbacks=[*epoch_bar, callback],
-            shuffle=False,  # the training pipeline shuffles, seeded
-            verbose=0,
-        )
-        callback.restore_best(model)
-        # 4. Refit on all labelled reviews where configured, then finish: calibrate,
-        # evaluate, save and register.
-        chosen = calibration = None
-        if cfg.train.refit:  # the chosen model's calibrated confidence, carried over
-            chosen = ChosenConfidence.of(cfg, model, vectorizer, data.validation, echo)
-            model, vectorizer, data = refit(
-                cfg, raw, progress.best_epoch, progress.history, echo, encoder
-            )
-        with precision_policy(False):  # what is evaluated and saved computes in float32
-            shape = (cfg.data.vocab_size, cfg.data.sequence_length, classes)
-            model = as_float32(model, lambda: build_classifier(cfg.model, *shape))
-            if chosen:
-                calibration = chosen.calibration_for(model, vectorizer, echo)
-            result = _evaluate_and_log(
-                cfg,
-                model,
-                vectorizer,
-                data,
-                progress,
-                workdir,
-                run_id,
-                calibration,
-                echo,
-                raw.labels,
-            )
+        return _evaluate_and_log(trained, run_id, calibration)
+
+
+def _summary(cfg: Config, result: TrainResult, classes: int, run_id: str) -> str:
+    """The run's last line: test scores, best epoch, run and registered version."""
     m = result.test_metrics
     scores = (
         f"F1 {m['test_f1']:.4f}  ROC-AUC {m['test_roc_auc']:.4f}"
         if classes == 2
         else f"macro-F1 {m['test_macro_f1']:.4f}"
     )
-    echo(
+    return (
         f"test accuracy {m['test_accuracy']:.4f}  {scores}  "
         f"ECE {m['test_ece']:.4f}  (best epoch {result.best_epoch} of "
         f"{result.epochs_run}) - run {run_id}, model {cfg.train.registered_model} "
         f"v{result.model_version}"
     )
-    return result
 
 
 class EpochTracker(CheckpointCallback):
@@ -290,17 +333,13 @@ class EpochTracker(CheckpointCallback):
             model.load_weights(self.best_path)
 
 
-def _evaluate_and_log(
-    cfg, model, vectorizer, data, progress, workdir, run_id, calibration, echo, labels
-) -> TrainResult:
-    metrics, version = finish_run(
-        cfg, model, vectorizer, data, progress, workdir, calibration, echo, labels
-    )
+def _evaluate_and_log(run: TrainedRun, run_id: str, calibration=None) -> TrainResult:
+    metrics, version = finish_run(run, calibration)
     return TrainResult(
         run_id=run_id,
         test_metrics=metrics,
-        best_epoch=progress.best_epoch,
-        epochs_run=progress.epoch,
+        best_epoch=run.progress.best_epoch,
+        epochs_run=run.progress.epoch,
         model_version=str(version.version),
-        history=progress.history,
+        history=run.progress.history,
     )

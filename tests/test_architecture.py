@@ -160,6 +160,28 @@ def test_no_module_is_over_the_limit():
     assert {name: size for name, size in sizes.items() if size > MAX_LINES} == {}
 
 
+def unnamed_modules(package: Path) -> list[str]:
+    """The modules of ``package`` that its ``__init__`` docstring does not name (``name``)."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    modules = sorted(path.stem for path in package.glob("*.py") if path.stem != "__init__")
+    return [name for name in modules if f"``{name}``" not in doc]
+
+
+def test_each_package_docstring_names_every_module_it_owns():
+    # Module ownership is told in one place, each package's docstring (docs link to them).
+    packages = sorted(path.parent for path in PACKAGE.glob("*/__init__.py"))
+    assert {package.name: unnamed_modules(package) for package in packages} == {
+        package.name: [] for package in packages
+    }
+
+
+def test_the_ownership_check_finds_a_module_its_package_does_not_name(tmp_path):
+    (tmp_path / "__init__.py").write_text('"""Owns ``named``."""\n')
+    (tmp_path / "named.py").write_text("")
+    (tmp_path / "forgotten.py").write_text("")
+    assert unnamed_modules(tmp_path) == ["forgotten"]
+
+
 @pytest.mark.parametrize(
     "module",
     [

@@ -1,6 +1,12 @@
-"""From-scratch Transformer building blocks, the masked-language-model head of pretraining,
-the bags of n-grams of the ``bow`` and ``nbow`` baselines, and the class names a saved model
-carries (Keras 3 layers, ``keras.ops`` only)."""
+"""From-scratch Transformer building blocks, one per module: attention (``attention``), its
+padding and look-ahead masks (``masks``), sinusoidal and learned positions (``positional``),
+feed-forward (``feed_forward``), add & norm (``normalization``), the encoder and decoder
+(``encoder``, ``decoder``) and what their layers and stacks share (``stack``), pooling
+(``pooling``) and width checks (``checks``); the masked-language-model head of pretraining
+(``masked_lm``), the bags of n-grams of ``bow`` (``ngrams``) and ``nbow`` (``nb_ngrams``), and
+the class names a saved model carries (``class_names``). Keras 3 layers, ``keras.ops`` only.
+
+It may import :mod:`classifier.errors` and :mod:`classifier.config`."""
 
 from classifier.layers.attention import (
     MaskedAttention,

@@ -2,6 +2,8 @@
 
 ``attention``: the sinusoidal position table, attention heads, a review shaded by attention.
 ``runs``: training curves, the confusion matrix, accuracy per variant of a sweep.
+``canvas``: a figure rendered to PNG; ``glyphs``: the fonts at hand, and what to draw for a
+character none of them has.
 
 Example:
     >>> from classifier import plots

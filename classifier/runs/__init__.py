@@ -2,7 +2,7 @@
 ``store_paths``), heartbeats and claims (``leases``), stop signals (``interrupts``), servers
 that go away and come back (``outages``), mixed precision and the device (``precision``),
 resuming from the newest whole checkpoint (``resume``), a run's data as MLflow datasets
-(``datasets``), and the one
+(``datasets``), progress within long steps on one terminal line (``live``), and the one
 lifecycle that training and pretraining share (``lifecycle``: claim, start with a heartbeat,
 log the inputs, checkpoint each epoch, mark KILLED on a stop).
 

@@ -1,5 +1,5 @@
 """Serving a trained model: reading reviews within bounded memory (``reviews``), classifying and
-formatting them (``predict``), length-sorted batches and concurrent requests predicted together
+formatting them (``predict``), when a review is ``unknown`` (``evidence``), length-sorted batches and concurrent requests predicted together
 (``batching``), the LiteRT engine that needs no TensorFlow (``litert_engine``, its interpreters
 in ``interpreters``) and the Keras one (``keras_engine``), the bundle written at
 training (``bundle``) and what it holds for ``classify explain`` (``explain_parts``), finding a

@@ -1,5 +1,6 @@
 """One training run as a recipe (``train``): data and vectorizer, model and optimizer
-(``build``), fit, then refit on all labelled reviews where configured (``refit``) and finish:
+(``build``), fit (the bags of n-grams on their features computed once: ``ngram_features``),
+then refit on all labelled reviews where configured (``refit``) and finish:
 calibrate, evaluate, score the behaviour suite (``behaviour``), save and register
 (``finish``); starting from a trained classifier or a
 pretrained encoder (``transfer``).

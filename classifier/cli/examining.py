@@ -131,6 +131,13 @@ def explain(
     help="The column of the labels.",
 )
 @click.option(
+    "--label-map",
+    metavar="MAP",
+    help="Map FILE's labels to the model's classes first, as data.label_map does: "
+    "'0=negative, 1=negative, 2=, 3=positive, 4=positive' (a label mapped to nothing: its "
+    "rows are left out).",
+)
+@click.option(
     "--by",
     metavar="COLUMN",
     callback=checked,
@@ -152,6 +159,7 @@ def evaluate(
     output_format: str,
     text_field: str,
     label_field: str,
+    label_map: str | None,
     by: str | None,
     figures_dir: str | None,
     batch_size: int,
@@ -172,6 +180,8 @@ def evaluate(
       classify evaluate --model models:/sst5-sentiment@newest --format json dev.csv
       classify evaluate --text-field review --label-field stars reviews.jsonl
       classify evaluate --by capability data/behaviour/test.csv
+      classify evaluate --model models:/sst2-sentiment@newest trees/dev.txt \\
+          --label-map '0=negative, 1=negative, 2=, 3=positive, 4=positive'
     """
     from classifier.data.label_case import case_clash
     from classifier.data.named import is_named
@@ -185,7 +195,7 @@ def evaluate(
 
     if is_named(file):  # tfds:NAME:SPLIT: TFDS reads it, with TensorFlow (its lines silenced)
         import_tensorflow()
-    checked_file = check_file(file, text_field, label_field, by)  # bad data: one line, first
+    checked_file = check_file(file, text_field, label_field, by, label_map)  # bad: one line
     if note := case_clash(checked_file.scan.counts, file):
         terminal.err(f"classify: note: {note}")
     bundle = find_bundle(model_spec)

@@ -30,6 +30,7 @@ import numpy as np
 
 from classifier import plots
 from classifier.data import files
+from classifier.data.relabel import label_pairs, relabelled
 from classifier.errors import DataError
 from classifier.evaluation.behaviour import accuracy_by_group
 from classifier.evaluation.metrics import (
@@ -51,12 +52,17 @@ FIGURES = ("confusion_matrix.png", "reliability_diagram.png")
 
 @dataclass(frozen=True)
 class CheckedFile:
-    """A labelled file read before any model is loaded: its scan and, with ``by``, each row's
-    value of that column (its group)."""
+    """A labelled file read before any model is loaded: its scan (labels mapped by a label
+    map, a dropped row's code -1) and, with ``by``, each kept row's value of that column."""
 
     scan: files.Scan
     by: str | None = None
     groups: tuple[str, ...] | None = None
+
+    @property
+    def kept(self) -> np.ndarray:
+        """A bool per row of the file: evaluated (not dropped by the label map)."""
+        return self.scan.codes >= 0
 
 
 @dataclass
@@ -96,20 +102,35 @@ class Evaluation:
 
 
 def check_file(
-    source: str | Path, text_field: str = "text", label_field: str = "label", by: str | None = None
+    source: str | Path,
+    text_field: str = "text",
+    label_field: str = "label",
+    by: str | None = None,
+    label_map: str | None = None,
 ) -> CheckedFile:
     """Read the labelled ``source`` before any model is loaded: every row checked and its
-    labels counted (:func:`~classifier.data.files.scan`), and with ``by`` that column's values.
+    labels counted (:func:`~classifier.data.files.scan`), mapped by ``label_map`` (as
+    ``data.label_map`` writes it: ``0=negative, 1=negative, 2=``), and with ``by`` that
+    column's values.
 
     Raises:
-        DataError: as :func:`~classifier.data.files.scan`, and for a file without rows or
-            without the column ``by``.
+        DataError: as :func:`~classifier.data.files.scan`, for a label the map lacks, and for
+            a file without rows (or none the map keeps) or without the column ``by``.
     """
     scan = files.scan(source, text_field, label_field)
-    if not scan.rows:
+    if label_map is not None:
+        scan = relabelled(scan, dict(label_pairs(label_map)))
+    if not np.any(scan.codes >= 0):
         after = " after its header" if scan.format in ("csv", "tsv") else ""
-        raise DataError(f"{source} has no rows{after}; there is nothing to evaluate")
-    groups = tuple(files.column(source, by, text_field)) if by else None
+        kept = " that the label map keeps" if scan.rows else ""
+        raise DataError(f"{source} has no rows{after}{kept}; there is nothing to evaluate")
+    groups = None
+    if by:
+        groups = tuple(
+            group
+            for group, code in zip(files.column(source, by, text_field), scan.codes, strict=True)
+            if code >= 0
+        )
     return CheckedFile(scan, by, groups)
 
 
@@ -158,8 +179,9 @@ def evaluate_file(
     labels = labels_of(model)
     checked = checked or check_file(source, text_field, label_field, by)  # before predicting
     scan = checked.scan
-    ids = label_ids(scan.counts, labels, str(source))
-    truth = np.array([ids[label] for label in scan.counts], dtype=np.int64)[scan.codes]
+    ids = label_ids({label: n for label, n in scan.counts.items() if n}, labels, str(source))
+    kept = checked.kept
+    truth = np.array([ids.get(label, -1) for label in scan.counts], np.int64)[scan.codes[kept]]
     chunks, unknown, texts = [], 0, []
 
     def flush() -> None:
@@ -168,7 +190,9 @@ def evaluate_file(
         unknown += int(np.sum(unknown_reviews(model, texts, chunks[-1])[0]))
         texts.clear()
 
-    for record in files.records(source, text_field, label_field):
+    for row, record in enumerate(files.records(source, text_field, label_field)):
+        if not kept[row]:
+            continue
         texts.append(record.text)
         if len(texts) == CHUNK:
             flush()

@@ -145,3 +145,30 @@ def test_cli_labels_that_differ_only_in_case_get_a_note(saved, tmp_path):
         f"classify: error: {path}: label 'Positive' is not a class of the model (its classes: "
         "negative, positive; or their indices 0 to 1)\n"
     )
+
+
+def test_a_label_map_scores_a_five_class_file_against_two_classes(model, tmp_path):
+    stars = [("a great film", "4", "a"), ("the plot was dull", "0", "b"),
+             ("an ordinary film", "2", "c"), ("a good film", "3", "d")]  # fmt: skip
+    path = write_csv(tmp_path / "stars.csv", stars, HEADER)
+    checked = check_file(path, by="capability", label_map="0=negative, 1=negative, 2=, "
+                         "3=positive, 4=positive")  # fmt: skip
+    evaluation = evaluate_file(model, path, checked=checked)
+    plain = write_csv(tmp_path / "kept.csv", [
+        ("a great film", "positive", "a"), ("the plot was dull", "negative", "b"),
+        ("a good film", "positive", "d"),
+    ], HEADER)  # fmt: skip
+    expected = evaluate_file(model, plain, by="capability")
+    assert evaluation.truth.tolist() == [1, 0, 1] and evaluation.groups == ("a", "b", "d")
+    np.testing.assert_allclose(evaluation.probabilities, expected.probabilities, atol=1e-6)
+    assert evaluation.metrics == expected.metrics
+
+
+def test_a_file_the_label_map_empties_is_one_line(tmp_path):
+    path = write_csv(tmp_path / "neutral.csv", [("an ordinary film", "2", "c")], HEADER)
+    with pytest.raises(DataError) as caught:
+        check_file(path, label_map="2=, 0=negative, 4=positive")
+    assert str(caught.value) == (
+        f"{path} has no rows after its header that the label map keeps; there is nothing to "
+        "evaluate"
+    )

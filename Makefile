@@ -13,7 +13,7 @@ ifneq ($(wildcard ../shared/tensorflow_datasets),)
 export TFDS_DATA_DIR ?= $(abspath ../shared/tensorflow_datasets)
 endif
 
-.PHONY: help install install-gpu train sst5 pretrain test check lint format sweep server server-stop ui predict bench clean
+.PHONY: help install install-gpu train sst5 sst2 pretrain test check lint format sweep server server-stop ui predict bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ sst5: $(STAMP) ## Train SST-5's recipe (configs/sst5.yaml) and the IMDB attentio
 	$(BIN)/classify train --config configs/variants/attention.yaml --set train.refit=false \
 		--set train.registered_model=imdb-attention --set experiment=transfer-sources
 	$(BIN)/classify train --config configs/sst5.yaml
+
+sst2: $(STAMP) ## Train SST-2's recipe (configs/sst2.yaml: the treebank's phrases, two classes)
+	$(BIN)/classify train --config configs/sst2.yaml
 
 PRETRAIN_CONFIG ?= configs/pretrain.yaml
 

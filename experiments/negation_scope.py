@@ -1,0 +1,154 @@
+"""What a bag of n-grams needs to read negation: a probe with scikit-learn, not the product.
+
+A linear model on NB-weighted binary word 1-2-grams (NBSVM, as ``nbow``; n-grams seen in at
+least 2 training reviews, logistic regression C=30) trained on IMDB's 25,000 training reviews,
+scored on its 25,000 test reviews and on the behaviour suite's dev part (data/behaviour/dev.csv,
+the part for choosing). Each MODE changes only the features:
+
+- ``plain``: the n-grams as they are (the shipped model's kind);
+- ``mark``: an n-gram whose last word is in a negation's scope is a feature of its own
+  (``N:bad``; Das & Chen 2001, Pang et al. 2002);
+- ``flip``: such an n-gram counts as minus ``g`` times the plain n-gram (its weight flipped:
+  "not bad" reads as the opposite of "bad"), plus its own ``N:`` feature for what differs.
+  Options: ``g=0.5`` (flip by half), ``c=0.25`` (the words of a sentence before a contrast word,
+  "but", "however", "yet", ..., count a quarter), ``w=6`` (scope: six words, punctuation not
+  seen, as the product's token ids have none; by default a scope runs from the negation, "not",
+  "never", "n't", ..., to the sentence's end or a contrast word).
+
+Run (about 2 minutes a mode on 2 cores, after 30 s of loading)::
+
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/negation_scope.py \\
+        plain mark flip flip:g=0.5 flip:c=0.25 flip:w=6 flip:w=6:c=0.25
+
+Results (2026-11-27, AMD EPYC, 2 cores shared with a sweep): docs/results.md, "Negation".
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import tensorflow_datasets as tfds
+from sklearn.linear_model import LogisticRegression
+
+SUITE = Path(__file__).resolve().parents[1] / "data" / "behaviour" / "dev.csv"
+NEGATIONS = {"not", "no", "never", "nothing", "nobody", "none", "neither", "nor", "hardly",
+             "without", "cannot"}  # fmt: skip
+CONTRASTS = {"but", "however", "although", "though", "yet", "whereas", "except"}
+ENDS, PUNCTUATION = {".", "!", "?", ";", ":"}, {",", ".", "!", "?", ";", ":"}
+TOKEN = re.compile(r"[a-z0-9']+|[.,;:!?]")
+
+
+def words(text: str, window: int | None, contrast: float) -> list[tuple[str, bool, bool]]:
+    """``(word, in a negation's scope, before a contrast word in its sentence)`` per word."""
+    out: list[tuple[str, bool, bool]] = []
+    scope, since, sentence = False, 0, 0
+    for token in TOKEN.findall(text.lower().replace("<br />", " . ")):
+        if token in ENDS - {";", ":"}:
+            sentence = len(out)
+        if (token in ENDS and not window) or token in CONTRASTS:
+            scope = False
+            if token in CONTRASTS:
+                if contrast != 1.0:
+                    out[sentence:] = [(word, negated, True) for word, negated, _ in out[sentence:]]
+                out.append((token, False, False))
+            continue
+        if token in PUNCTUATION:
+            continue
+        if token in NEGATIONS or token.endswith("n't"):
+            out.append((token, False, False))
+            scope, since = True, 0
+            continue
+        since += 1
+        scope = scope and not (window and since > window)
+        out.append((token, scope, False))
+    return out
+
+
+def features(texts, mode, gamma, window, contrast, vocabulary=None):
+    """Signed, weighted n-gram features (texts x vocabulary) and the vocabulary."""
+    build, vocabulary = vocabulary is None, {} if vocabulary is None else vocabulary
+    entries: list[tuple[int, int, float]] = []
+    for row, text in enumerate(texts):
+        if mode == "plain":
+            sequence = [
+                (t, False, False) for t in TOKEN.findall(text.lower()) if t not in PUNCTUATION
+            ]
+        else:
+            sequence = words(text, window, contrast)
+        plus: dict[str, float] = {}  # each n-gram's largest weight, and a flipped one's
+        minus: dict[str, float] = {}
+        for i in range(len(sequence)):
+            for n in (1, 2):
+                part = sequence[i : i + n]
+                if len(part) < n:
+                    continue
+                gram, negated, before = " ".join(p[0] for p in part), part[-1][1], part[-1][2]
+                scale = contrast if before else 1.0
+                if negated and mode == "flip":
+                    minus[gram] = max(minus.get(gram, 0.0), gamma * scale)
+                if negated and mode in ("mark", "flip"):
+                    gram = "N:" + gram
+                plus[gram] = max(plus.get(gram, 0.0), scale)
+        values = {gram: plus.get(gram, 0.0) - minus.get(gram, 0.0) for gram in {*plus, *minus}}
+        for gram, value in values.items():
+            if build:
+                vocabulary.setdefault(gram, len(vocabulary))
+            if gram in vocabulary:
+                entries.append((row, vocabulary[gram], value))
+    rows, cols, vals = zip(*entries, strict=True) if entries else ((), (), ())
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary))), vocabulary
+
+
+def load(split: str):
+    data_dir = os.environ.get("TFDS_DATA_DIR")
+    dataset = tfds.load("imdb_reviews", split=split, data_dir=data_dir, as_supervised=True)
+    pairs = [(text.decode(), int(label)) for text, label in tfds.as_numpy(dataset)]
+    return [text for text, _ in pairs], np.array([label for _, label in pairs])
+
+
+def main(specs: list[str]) -> None:
+    train, train_labels = load("train")
+    test, test_labels = load("test")
+    suite = list(csv.DictReader(SUITE.open()))
+    suite_labels = np.array([row["label"] == "positive" for row in suite], dtype=int)
+    for spec in specs:
+        started = time.time()
+        mode, *options = spec.split(":")
+        option = dict(item.split("=") for item in options)
+        gamma, contrast = float(option.get("g", 1)), float(option.get("c", 1))
+        window = int(option["w"]) if "w" in option else None
+        settings = (mode, gamma, window, contrast)
+        matrix, vocabulary = features(train, *settings)
+        kept = np.flatnonzero(np.asarray((abs(matrix) > 0).sum(0)).ravel() >= 2)
+        renumber = {old: new for new, old in enumerate(kept)}
+        vocabulary = {g: renumber[i] for g, i in vocabulary.items() if i in renumber}
+        matrix = matrix[:, kept]
+        p = 1 + np.asarray(abs(matrix[train_labels == 1]).sum(0)).ravel()
+        q = 1 + np.asarray(abs(matrix[train_labels == 0]).sum(0)).ravel()
+        ratios = sp.diags(np.log((p / p.sum()) / (q / q.sum())))
+
+        def scaled(m, ratios=ratios):
+            m = m @ ratios
+            return sp.diags(1 / (np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel()) + 1e-9)) @ m
+
+        model = LogisticRegression(C=30, max_iter=2000).fit(scaled(matrix), train_labels)
+        accuracy = model.score(scaled(features(test, *settings, vocabulary)[0]), test_labels)
+        texts = [row["text"] for row in suite]
+        right = model.predict(scaled(features(texts, *settings, vocabulary)[0])) == suite_labels
+        groups: dict[str, list[bool]] = {}
+        for row, ok in zip(suite, right, strict=True):
+            groups.setdefault(row["capability"], []).append(bool(ok))
+        shown = " ".join(f"{name}={np.mean(oks):.2f}" for name, oks in groups.items())
+        print(f"{spec:18s} imdb {accuracy:.4f} suite {right.mean():.3f} {shown} "
+              f"({time.time() - started:.0f} s)", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["plain", "flip:c=0.25"])

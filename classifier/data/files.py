@@ -40,6 +40,7 @@ _KINDS = {bool: "a boolean", int: "an integer", float: "a number", list: "an arr
           dict: "an object"}  # fmt: skip
 Source = str | Path
 Row = tuple[str | None, str | None, str]  # text, label (None: missing), where
+Phrases = bool | Sequence[bool]  # a treebank's phrases: none, all, or of the trees marked True
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def source_format(path: Source) -> str:
 
 
 def records(
-    path: Source, text_field: str = "text", label_field: str = "label", *, phrases: bool = False
+    path: Source, text_field: str = "text", label_field: str = "label", *, phrases: Phrases = False
 ) -> Iterator[Record]:
     """Every record of the source in file order, streamed (a folder: class folders sorted, in
     each the files sorted, a folder's files before its sub-folders). A missing path or unknown
@@ -120,7 +121,7 @@ def records(
 
 
 def scan(
-    path: Source, text_field: str = "text", label_field: str = "label", *, phrases: bool = False
+    path: Source, text_field: str = "text", label_field: str = "label", *, phrases: Phrases = False
 ) -> Scan:
     """Check every row in one streaming pass and count the labels; texts are not kept (memory
     grows by four bytes a row). Errors as :func:`records`, except that empty texts (then empty
@@ -212,7 +213,7 @@ def _name(path: Source) -> str:
     )
 
 
-def _rows(path: Source, text: str, label: str, phrases: bool = False) -> Iterator[Row]:
+def _rows(path: Source, text: str, label: str, phrases: Phrases = False) -> Iterator[Row]:
     """The source's rows, not yet checked for emptiness; its format is checked now.
     ``phrases``: every labelled phrase of a treebank file, not only its sentences."""
     fmt, name = source_format(path), _name(path)

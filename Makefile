@@ -43,9 +43,7 @@ install-gpu: $(STAMP) ## Swap in GPU TensorFlow (Linux + NVIDIA driver); trainin
 train: $(STAMP) ## Train the best model by validation on the full IMDB data (CONFIG=configs/train.yaml: nbow)
 	$(BIN)/classify train --config $(CONFIG)
 
-sst5: $(STAMP) ## Train SST-5's recipe (configs/sst5.yaml) and the IMDB attention model it starts from
-	$(BIN)/classify train --config configs/variants/attention.yaml --set train.refit=false \
-		--set train.registered_model=imdb-attention --set experiment=transfer-sources
+sst5: $(STAMP) ## Train SST-5's recipe (configs/sst5.yaml: the treebank's phrases, five classes)
 	$(BIN)/classify train --config configs/sst5.yaml
 
 sst2: $(STAMP) ## Train SST-2's recipe (configs/sst2.yaml: the treebank's phrases, two classes)

@@ -13,8 +13,8 @@ tells them apart.
 
 Example (a store with a registered IMDB model of the same sizes)::
 
-    start = starting_point(load_config("configs/sst5.yaml",
-                                       ["model.init_from=models:/imdb-attention@newest"]))
+    start = starting_point(load_config("configs/variants/nbow_attention.yaml", [
+        "data.source=../shared/data/sst5/train.csv", "model.init_from=models:/imdb-attention@newest"]))
     start.copied  # ['embedding']
 """
 

@@ -220,7 +220,8 @@ def _declared(cfg: DataConfig, present: Mapping[str, int]) -> str | None:
     set's own (where it names at least two of the classes present), else None (sorted)."""
     if cfg.labels is None and cfg.label_map is not None:
         mapped = dict.fromkeys(name for _, name in label_pairs(cfg.label_map) or () if name)
-        return ",".join(name for name in mapped if name in present)
+        order = [name for name in mapped if name in present]
+        return ",".join(order) if len(order) >= 2 else None  # one class: class_names says so
     if cfg.labels is not None or not named.is_named(cfg.source):
         return cfg.labels
     kept = [

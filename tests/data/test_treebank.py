@@ -180,3 +180,13 @@ def test_the_treebank_files_hold_the_csv_sentences_and_the_phrases_the_readme_co
     phrases = scan(SST5 / "trees" / "train.txt", phrases=True)
     assert phrases.rows == 159_274
     assert phrases.rows - phrases.counts["2"] == 77_616  # the README's non-neutral phrases
+
+
+def test_a_label_map_that_leaves_one_class_says_so_as_one_class_does(tmp_path):
+    path = write_trees(tmp_path / "train.txt", ["(3 (2 good))", "(4 (2 great))", "(2 (2 ok))"])
+    with pytest.raises(DataError) as caught:
+        plan(path, "data.label_map=3=positive, 4=positive, 2=, 0=negative")
+    assert str(caught.value) == (
+        f"{path}: every row has the label 'positive'; a classifier needs at least two classes "
+        "(is data.label_field the right column?)"
+    )

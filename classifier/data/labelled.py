@@ -189,19 +189,16 @@ def plan_splits(cfg: DataConfig) -> Plan:
     assignment = split_assignment(
         source.codes, carve_validation, carve_test, SPLIT_SEED, names=names, where=cfg.source
     )
-    training = source
+    training, rows = source, assignment == _TRAIN
     if cfg.phrases:  # the distinct phrases of the training sentences' trees
         training = _scan(cfg.source, *fields, relabel, phrases=assignment == _TRAIN)
-    present = {name: count for name, count in training.counts.items() if count}
-    if not cfg.phrases:
-        counts = np.bincount(source.codes[assignment == _TRAIN], minlength=len(names))
-        present = {name: int(count) for name, count in zip(names, counts, strict=True) if count}
+        rows = training.codes >= 0
+    counts = np.bincount(training.codes[rows], minlength=len(training.counts))
+    present = {name: int(n) for name, n in zip(training.counts, counts, strict=True) if n}
     labels = files.class_names(present, _declared(cfg, present), where=cfg.source)
+    parts = {"train": _part("train", training, labels, rows)}
     if cfg.phrases:
-        parts = {"train": _part("train", training, labels, training.codes >= 0)}
         parts["train"] = dataclasses.replace(parts["train"], trees=assignment == _TRAIN)
-    else:
-        parts = {"train": _part("train", source, labels, assignment == _TRAIN)}
     for name, path, code in (
         ("validation", given["validation"], _VALIDATION),
         ("test", given["test"], _TEST),

@@ -1,5 +1,6 @@
 """Checks of config values that need more than a type and a range: a user's data source keys,
-names MLflow would refuse, and what ``train.lazy_adam`` leaves out.
+names MLflow would refuse, what ``train.lazy_adam`` leaves out, and what ``model.negation``
+needs.
 :func:`classifier.config.schema.validate` calls them; each raises
 :class:`~classifier.errors.ConfigError` naming the key.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from classifier.config.negation import reserved_words
 from classifier.errors import ConfigError
 
 
@@ -101,6 +103,48 @@ def check_model_name(key: str, name: str) -> None:
     else:
         return
     raise ConfigError(f"{key}={name!r} cannot be an MLflow model name: {problem}")
+
+
+#: ``mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH``.
+MAX_EXPERIMENT_NAME = 500
+
+
+def check_experiment_name(key: str, name: str) -> None:
+    """Refuse an empty experiment name, or one longer than MLflow takes."""
+    if not name.strip():
+        raise ConfigError(f"{key} must not be empty")
+    if len(name) > MAX_EXPERIMENT_NAME:
+        raise ConfigError(
+            f"{key} is {len(name)} characters long; MLflow takes at most {MAX_EXPERIMENT_NAME}"
+        )
+
+
+def check_negation(d: Any, m: Any) -> None:
+    """``model.negation`` and ``model.contrast`` (``m``: the ``ModelConfig``) weigh the n-grams of
+    ``nbow`` and ``nbow_attention`` by where they stand in a sentence, which needs the sentence
+    ends and scope words that ``data.sentences`` (``d``: the ``DataConfig``) keeps."""
+    if not 0.0 <= m.negation <= 1.0:
+        raise ConfigError(f"model.negation must be in [0, 1], got {m.negation!r}")
+    if not 0.0 < m.contrast <= 1.0:
+        raise ConfigError(f"model.contrast must be in (0, 1], got {m.contrast!r}")
+    reserved = len(reserved_words())
+    if d.sentences and d.vocab_size < reserved + 3:
+        raise ConfigError(
+            f"data.vocab_size must be at least {reserved + 3} with data.sentences (padding, "
+            f"OOV, the sentence end and {reserved - 1} scope words, one word), got {d.vocab_size}"
+        )
+    if m.negation == 0.0 and m.contrast == 1.0:
+        return
+    if m.variant not in ("nbow", "nbow_attention"):
+        raise ConfigError(
+            "model.negation and model.contrast weigh the n-grams of nbow and nbow_attention; "
+            f"model.variant={m.variant!r} has none (set them to 0 and 1)"
+        )
+    if not d.sentences:
+        raise ConfigError(
+            "model.negation and model.contrast need the sentence ends and scope words that "
+            "data.sentences=true keeps"
+        )
 
 
 def check_lazy_adam(t: Any, bag_of_ngrams: bool) -> None:

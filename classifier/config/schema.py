@@ -31,7 +31,13 @@ from typing import Any
 import yaml
 
 from classifier.config import variants
-from classifier.config.checks import check_lazy_adam, check_model_name, check_source
+from classifier.config.checks import (
+    check_experiment_name,
+    check_lazy_adam,
+    check_model_name,
+    check_negation,
+    check_source,
+)
 from classifier.config.hashing import config_hash, config_hashes
 from classifier.config.pretrain import PretrainConfig, validate_pretrain
 from classifier.config.uris import check_init_from
@@ -67,8 +73,6 @@ WEIGHT_TABLES = (
 MAX_TABLE_WEIGHTS = 2**31 - 1
 #: ``keras.utils.set_random_seed`` (NumPy) takes seeds in [0, 2**32 - 1].
 MAX_SEED = 2**32 - 1
-#: ``mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH``.
-MAX_EXPERIMENT_NAME = 500
 #: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``), or nan
 #: and inf as float() reads them (YAML: ``.nan``, ``.inf``), which :func:`validate` then refuses.
 _FLOAT_TEXT = re.compile(
@@ -100,6 +104,7 @@ class DataConfig:
     labels: str | None = None  # the classes in order, comma-separated (None: sorted)
     label_map: str | None = None  # labels renamed, merged or dropped: "0=negative, 1=negative, 2="
     phrases: bool = False  # a treebank source trains on its labelled phrases, not sentences only
+    sentences: bool = False  # sentence ends kept as "." tokens, scope words at fixed ids
     vocab_size: int = 20_000
     sequence_length: int = 512  # the 90th-percentile review has 455 words
     truncate: str = "tail"  # which end of a long review to keep: head | tail
@@ -122,6 +127,8 @@ class ModelConfig:
     norm_first: bool = False  # pre-LN instead of the paper's post-LN
     ngram_buckets: int = 2**20  # hashed n-grams of "bow" (pairs), "nbow" and "nbow_attention"
     ngram_order: int = 3  # the longest n-gram of variants "nbow" and "nbow_attention" (1 to 3)
+    negation: float = 0.0  # nbow: an n-gram in a negation's scope counts -negation times its own
+    contrast: float = 1.0  # nbow: the weight of n-grams before "but" in their sentence
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = (
         None  # a pretrained encoder or a trained classifier (models:/, runs:/, path)
@@ -289,20 +296,13 @@ def validate(config: Config) -> None:
     if t.clipnorm is not None and t.clipnorm <= 0:
         raise ConfigError(f"train.clipnorm must be positive, got {t.clipnorm!r}")
     check_lazy_adam(t, bag_of_ngrams=variants.get(m.variant).kind == "bag")
+    check_negation(d, m)
     if not 0.0 <= m.dropout < 1.0:
         raise ConfigError(f"model.dropout must be in [0, 1), got {m.dropout!r}")
     if m.init_from is not None:
         check_init_from(m.init_from, m.variant)
-    for key, name in (
-        ("experiment", config.experiment),
-        ("pretrain.experiment", config.pretrain.experiment),
-    ):
-        if not name.strip():
-            raise ConfigError(f"{key} must not be empty")
-        if len(name) > MAX_EXPERIMENT_NAME:
-            raise ConfigError(
-                f"{key} is {len(name)} characters long; MLflow takes at most {MAX_EXPERIMENT_NAME}"
-            )
+    check_experiment_name("experiment", config.experiment)
+    check_experiment_name("pretrain.experiment", config.pretrain.experiment)
     check_model_name("train.registered_model", t.registered_model)
     check_model_name("pretrain.registered_model", config.pretrain.registered_model)
     validate_pretrain(config.pretrain, d.vocab_size, d.sequence_length)

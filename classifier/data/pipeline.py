@@ -8,6 +8,9 @@ the ``test`` split (25,000) is only used for the final evaluation, never for mod
 and ``unsupervised`` (50,000 unlabelled reviews) is reachable through :func:`load_unsupervised`.
 A user's labelled file or folder (``data.source``) is planned by :mod:`classifier.data.labelled`
 and streamed from disk. The batches of token ids come from :mod:`classifier.data.batching`.
+Reviews are standardized by :func:`standardize_review`, or with ``data.sentences`` by
+:func:`standardize_sentences`, which keeps each sentence's end as a ``.`` token
+(:mod:`classifier.config.negation`).
 
 Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
@@ -31,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from classifier.config.negation import FIRST_ID, SENTENCE_END, reserved_words
 from classifier.config.schema import LABELS, DataConfig
 from classifier.data.batching import VECTORIZE_BATCH, cache_file, vectorize
 from classifier.data.labelled import Plan, plan_splits
@@ -50,6 +54,9 @@ _PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
 # \x85 and \x96): Keras saves the vocabulary one token per line and reads it back with
 # str.splitlines(), so a token holding one of these would not survive a .keras round trip.
 _CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
+# A run of sentence-end marks, the spaces between them included, becomes one " . ".
+_SENTENCE_END_RUN = r"[.!?;:][ .!?;:]*"
+_OTHER_PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "").replace(".", "")) + "]"
 
 
 @dataclass(frozen=True)
@@ -159,19 +166,41 @@ def standardize_review(text: tf.Tensor) -> tf.Tensor:
 
 
 @keras.saving.register_keras_serializable(package="classifier")
+def standardize_sentences(text: tf.Tensor) -> tf.Tensor:
+    """:func:`standardize_review`, but ``<br />`` and each run of ``. ! ? ; :`` (spaces between
+    them included) become one sentence end, `` . ``, which stays a word of its own.
+
+    Example:
+        >>> standardize_sentences(tf.constant("Not bad... at ALL!<br />Great; really"))
+        <tf.Tensor: ... numpy=b'not bad . at all . great . really'>
+    """
+    end = f" {SENTENCE_END} "
+    text = tf.strings.lower(text)
+    text = tf.strings.regex_replace(text, _CONTROL, " ")
+    text = tf.strings.regex_replace(text, _BREAK_TAG, end)
+    text = tf.strings.regex_replace(text, _SENTENCE_END_RUN, end)
+    text = tf.strings.regex_replace(text, "'", "")
+    return tf.strings.regex_replace(text, _OTHER_PUNCTUATION, " ")
+
+
+@keras.saving.register_keras_serializable(package="classifier")
 class ReviewVectorizer(keras.layers.Layer):
     """Raw review strings to fixed-length token ids, keeping the head or the tail of long reviews.
 
     Wraps ``keras.layers.TextVectorization`` (vocabulary, :func:`standardize_review`) and cuts
     each review to ``sequence_length`` ids: ``truncate="head"`` keeps the first ids,
     ``"tail"`` the last ones (as Keras' pre-tokenized IMDB does). Id 0 is padding, 1 is
-    out-of-vocabulary; padding always goes at the end.
+    out-of-vocabulary; padding always goes at the end. With ``sentences`` it standardizes with
+    :func:`standardize_sentences`, and ``adapt`` puts ``reserved_words()`` at ids 2, 3, ...
+    (``classifier.config.negation.scope_ids``), the adapted words after them.
 
     Args:
         vocab_size: vocabulary size, padding and OOV included.
         sequence_length: number of ids per review (T).
         truncate: ``"head"`` or ``"tail"``.
-        vocabulary: optional word list (without padding and OOV) instead of ``adapt``.
+        vocabulary: optional word list (without padding and OOV) instead of ``adapt``, taken
+            as it is.
+        sentences: keep sentence ends as ``.`` and the reserved words at fixed ids.
 
     Call arguments:
         texts: string tensor of shape (B,).
@@ -184,6 +213,10 @@ class ReviewVectorizer(keras.layers.Layer):
         >>> v.adapt(tf.data.Dataset.from_tensor_slices(["a b c d e f"]).batch(1))
         >>> v(tf.constant(["a b c d e f"])).shape
         TensorShape([1, 4])
+        >>> s = ReviewVectorizer(100, 4, "head", sentences=True)
+        >>> s.adapt(tf.data.Dataset.from_tensor_slices(["Not bad. Bad!"]).batch(1))
+        >>> s.get_vocabulary()[:4], s(tf.constant(["Not bad. Bad!"])).numpy().tolist()
+        (['', '[UNK]', '.', 'not'], [[3, 38, 2, 38]])
     """
 
     def __init__(
@@ -192,18 +225,24 @@ class ReviewVectorizer(keras.layers.Layer):
         sequence_length: int,
         truncate: str = "tail",
         vocabulary: list[str] | None = None,
+        sentences: bool = False,
         **kwargs,
     ):
         # Strings in, ids out: no float math, so no mixed-precision policy (as saved, too).
         super().__init__(**{"dtype": "float32", **kwargs})
         if truncate not in ("head", "tail"):
             raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
+        if sentences and vocab_size < (least := FIRST_ID + len(reserved_words())):
+            raise ValueError(
+                f"vocab_size must be at least {least} with sentences, got {vocab_size}"
+            )
         self.vocab_size = vocab_size
         self.sequence_length = sequence_length
         self.truncate = truncate
+        self.sentences = sentences
         self.text_vectorization = keras.layers.TextVectorization(
             max_tokens=vocab_size,
-            standardize=standardize_review,
+            standardize=standardize_sentences if sentences else standardize_review,
             output_mode="int",
             name="text_vectorization",
         )
@@ -213,8 +252,15 @@ class ReviewVectorizer(keras.layers.Layer):
             self.text_vectorization.set_vocabulary(vocabulary)
 
     def adapt(self, texts: tf.data.Dataset) -> None:
-        """Build the vocabulary from a dataset of string batches."""
+        """Build the vocabulary from a dataset of string batches (with ``sentences``, the
+        reserved words first, then the adapted words without them, cut to ``vocab_size``:
+        ``set_vocabulary`` takes the words without padding and OOV)."""
         self.text_vectorization.adapt(texts)
+        if self.sentences:
+            reserved = reserved_words()
+            skip = set(reserved)
+            words = reserved + [w for w in self.get_vocabulary()[FIRST_ID:] if w not in skip]
+            self.text_vectorization.set_vocabulary(words[: self.vocab_size - FIRST_ID])
 
     def get_vocabulary(self) -> list[str]:
         """The vocabulary, index = token id ('' is padding, '[UNK]' is OOV)."""
@@ -240,6 +286,7 @@ class ReviewVectorizer(keras.layers.Layer):
             vocab_size=self.vocab_size,
             sequence_length=self.sequence_length,
             truncate=self.truncate,
+            sentences=self.sentences,
         )
         return config
 
@@ -251,7 +298,9 @@ def texts_of(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 def build_vectorizer(cfg: DataConfig, train: tf.data.Dataset) -> ReviewVectorizer:
     """A :class:`ReviewVectorizer` whose vocabulary is adapted on ``train`` (text, label) only."""
-    vectorizer = ReviewVectorizer(cfg.vocab_size, cfg.sequence_length, cfg.truncate)
+    vectorizer = ReviewVectorizer(
+        cfg.vocab_size, cfg.sequence_length, cfg.truncate, sentences=cfg.sentences
+    )
     vectorizer.adapt(texts_of(train))
     return vectorizer
 
@@ -293,12 +342,14 @@ def resumed_seed(seed: int, epochs_done: int) -> int:
     return int(np.random.SeedSequence([seed, epochs_done]).generate_state(1)[0])
 
 
-def review_lengths(dataset: tf.data.Dataset) -> tuple[list[int], list[int]]:
-    """Words per review (after :func:`standardize_review`) and labels of a (text, label) dataset."""
+def review_lengths(dataset: tf.data.Dataset, sentences: bool = False) -> tuple[list, list]:
+    """Words per review (after :func:`standardize_review`, or :func:`standardize_sentences`
+    with ``sentences``) and labels of a (text, label) dataset."""
     lengths: list[int] = []
     labels: list[int] = []
+    standardize = standardize_sentences if sentences else standardize_review
     for texts, batch_labels in dataset.batch(VECTORIZE_BATCH):
-        words = tf.strings.split(standardize_review(texts))
+        words = tf.strings.split(standardize(texts))
         lengths.extend(words.row_lengths().numpy().tolist())
         labels.extend(batch_labels.numpy().tolist())
     return lengths, labels
@@ -314,7 +365,7 @@ def describe(cfg: DataConfig) -> str:
     )
     rows = [header]
     for name, dataset in (("train", raw.train), ("validation", raw.validation), ("test", raw.test)):
-        lengths, labels = review_lengths(dataset)
+        lengths, labels = review_lengths(dataset, cfg.sentences)
         count, positive = len(labels), sum(labels)
         pct = _percentiles(lengths, (50, 90, 99))
         rows.append(

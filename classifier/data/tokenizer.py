@@ -14,6 +14,9 @@ on adversarial strings and on all test and unlabelled IMDB reviews):
 - ``<br\\s*/?>`` becomes a space; RE2's ``\\s`` is ``[\\t\\n\\f\\r ]`` (no ``\\v``, nothing beyond
   ASCII). Apostrophes are deleted, then each ASCII punctuation byte becomes a space: Unicode
   punctuation (``…``, ``“``, ``—``) stays inside words.
+- With ``sentences`` (``data.sentences``, ``pipeline.standardize_sentences``), ``<br\\s*/?>``
+  becomes `` . `` instead, then each run of ``. ! ? ; :`` (spaces between them included) becomes
+  one `` . ``, before the apostrophes and other punctuation go: ``.`` is then a word of its own.
 - ``TextVectorization(split="whitespace")`` calls ``tf.strings.split``, which splits on ASCII
   whitespace only (space, ``\\t \\n \\v \\f \\r``), as ``bytes.split()`` does; ``str.split()``
   would also split on ``\\x1c-\\x1f``, ``\\x85``, no-break and other Unicode spaces.
@@ -27,6 +30,8 @@ Example:
     ['dont', 'miss', 'it', 'Émigré']
     >>> tokenizer.encode(["Don't MISS it!<br />Émigré.", "it"]).tolist()
     [[2, 3, 4, 1], [4, 0, 0, 0]]
+    >>> Tokenizer(["", "[UNK]", "."], 8, sentences=True).words("Not bad... at ALL!<br />Great")
+    ['not', 'bad', '.', 'at', 'all', '.', 'great']
 """
 
 from __future__ import annotations
@@ -55,24 +60,35 @@ _LOWER_AND_CONTROL = bytes.maketrans(
 _WIDE_CONTROL = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 _BREAK_TAG = re.compile(rb"<br[\t\n\f\r ]*/?>")
 _PUNCTUATION_TO_SPACE = bytes.maketrans(_PUNCTUATION, b" " * len(_PUNCTUATION))
+# With sentences: a run of sentence-end marks, the spaces between them included (control
+# characters and <br /> are spaces by then), becomes one " . "; "." then survives the punctuation.
+_SENTENCE_END_RUN = re.compile(rb"[.!?;:][ .!?;:]*")
+_OTHER_PUNCTUATION = _PUNCTUATION.replace(b".", b"")
+_OTHER_PUNCTUATION_TO_SPACE = bytes.maketrans(_OTHER_PUNCTUATION, b" " * len(_OTHER_PUNCTUATION))
 
 
-def standardize(text: str | bytes) -> bytes:
-    """The bytes of ``classifier.data.pipeline.standardize_review(tf.constant(text)).numpy()``.
+def standardize(text: str | bytes, sentences: bool = False) -> bytes:
+    """The bytes of ``classifier.data.pipeline.standardize_review(tf.constant(text)).numpy()``,
+    or with ``sentences`` those of ``standardize_sentences`` (sentence ends kept as ``.``).
 
     Example:
         >>> standardize("Don't miss it!<br />Great.")
         b'dont miss it  great '
         >>> standardize("ÉTÉ\\u00a0Σ\\x85x")  # ASCII-only lower-casing; U+0085 is a control
         b'\\xc3\\x89t\\xc3\\x89\\xc2\\xa0\\xce\\xa3 x'
+        >>> standardize("Not bad... at ALL!<br />Great; really", sentences=True)
+        b'not bad . at all . great . really'
     """
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     data = data.translate(_LOWER_AND_CONTROL)
     if b"\xc2" in data or b"\xe2\x80" in data:
         data = _WIDE_CONTROL.sub(b" ", data)
     if b"<br" in data:
-        data = _BREAK_TAG.sub(b" ", data)
-    return data.translate(_PUNCTUATION_TO_SPACE, b"'")
+        data = _BREAK_TAG.sub(b" . " if sentences else b" ", data)
+    if not sentences:
+        return data.translate(_PUNCTUATION_TO_SPACE, b"'")
+    data = _SENTENCE_END_RUN.sub(b" . ", data)
+    return data.translate(_OTHER_PUNCTUATION_TO_SPACE, b"'")
 
 
 class Tokenizer:
@@ -83,6 +99,8 @@ class Tokenizer:
             ``''`` (padding, id 0), ``'[UNK]'`` (out of vocabulary, id 1), then the words.
         sequence_length: ids per review (T); shorter reviews are padded with 0 at the end.
         truncate: ``"tail"`` keeps the last T ids of a longer review, ``"head"`` the first T.
+        sentences: standardize as ``ReviewVectorizer(..., sentences=True)`` does (sentence
+            ends kept as ``.``; :func:`standardize`).
 
     Example:
         >>> tokenizer = Tokenizer(["", "[UNK]", "a", "b"], sequence_length=2, truncate="head")
@@ -90,7 +108,13 @@ class Tokenizer:
         [[2, 3], [3, 0], [0, 0]]
     """
 
-    def __init__(self, vocabulary: Sequence[str], sequence_length: int, truncate: str = "tail"):
+    def __init__(
+        self,
+        vocabulary: Sequence[str],
+        sequence_length: int,
+        truncate: str = "tail",
+        sentences: bool = False,
+    ):
         vocabulary = list(vocabulary)
         if vocabulary[:2] != [PADDING, OOV]:
             raise ValueError(
@@ -107,10 +131,13 @@ class Tokenizer:
         self.vocabulary = vocabulary
         self.sequence_length = sequence_length
         self.truncate = truncate
+        self.sentences = sentences
         self._ids = ids
 
     @classmethod
-    def from_file(cls, path: str | Path, sequence_length: int, truncate: str = "tail") -> Tokenizer:
+    def from_file(
+        cls, path: str | Path, sequence_length: int, truncate: str = "tail", sentences: bool = False
+    ) -> Tokenizer:
         """A tokenizer for a ``vocabulary.txt`` as training writes it (one token per line).
 
         Example:
@@ -121,7 +148,7 @@ class Tokenizer:
             [[2, 2, 1]]
         """
         vocabulary = Path(path).read_text(encoding="utf-8").split("\n")
-        return cls(vocabulary, sequence_length, truncate)
+        return cls(vocabulary, sequence_length, truncate, sentences)
 
     def words(self, text: str | bytes) -> list[str]:
         """All words of ``text`` after standardization, before truncation (invalid UTF-8 in
@@ -131,7 +158,8 @@ class Tokenizer:
             >>> Tokenizer(["", "[UNK]"], 4).words("Rock'n'roll\\u00a0ÉTÉ… <BR/>x\\x1cy")
             ['rocknroll\\xa0ÉtÉ…', 'x', 'y']
         """
-        return [word.decode("utf-8", "replace") for word in standardize(text).split()]
+        words = standardize(text, self.sentences).split()
+        return [word.decode("utf-8", "replace") for word in words]
 
     def kept_words(self, text: str | bytes) -> list[str]:
         """The words the model reads: :meth:`words` cut to ``sequence_length`` at the kept end.
@@ -166,10 +194,11 @@ class Tokenizer:
         length = self.sequence_length
         lookup = self._ids.__getitem__
         tail = self.truncate == "tail"
+        sentences = self.sentences
         flat: list[int] = []
         counts: list[int] = []
         for text in texts:
-            data = standardize(text)
+            data = standardize(text, sentences)
             # Split off at most `length` words from the kept end: the rest stays one piece.
             words = data.rsplit(None, length) if tail else data.split(None, length)
             if len(words) > length:

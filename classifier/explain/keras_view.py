@@ -20,7 +20,6 @@ import tensorflow as tf
 from classifier.config import variants
 from classifier.data.tokenizer import Tokenizer
 from classifier.explain import measures
-from classifier.layers.ngrams import ngram_features
 from classifier.models.explained import attention_model
 from classifier.serving.bundle import ngram_weights_of
 from classifier.serving.explain_parts import NgramWeights
@@ -33,8 +32,7 @@ def ngram_values(classifier: keras.Model, token_ids: np.ndarray):
     (``BagOfNgrams.feature_values``), and the feature ids in order of position."""
     bag, ids = classifier.get_layer("bag"), np.asarray(token_ids, dtype=np.int64)[None, :]
     features, values = (keras.ops.convert_to_numpy(a)[0] for a in bag.feature_values(ids))
-    order = getattr(bag, "order", 2)  # bow: words and pairs
-    positions = ngram_features(ids, bag.vocab_size, bag.buckets, order)
+    positions = bag.features_by_position(ids)
     return features, values, keras.ops.convert_to_numpy(positions)[0]
 
 
@@ -80,6 +78,7 @@ class KerasView:
             self.vectorizer.get_vocabulary(),
             self.vectorizer.sequence_length,
             self.vectorizer.truncate,
+            sentences=getattr(self.vectorizer, "sentences", False),
         )
         self.variant = variants.variant_of_model(self.classifier.name)
         self.explains = self.variant.explains if self.variant is not None else "attention"

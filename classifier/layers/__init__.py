@@ -3,7 +3,8 @@ padding and look-ahead masks (``masks``), sinusoidal and learned positions (``po
 feed-forward (``feed_forward``), add & norm (``normalization``), the encoder and decoder
 (``encoder``, ``decoder``) and what their layers and stacks share (``stack``), pooling
 (``pooling``) and width checks (``checks``); the masked-language-model head of pretraining
-(``masked_lm``), the bags of n-grams of ``bow`` (``ngrams``) and ``nbow`` (``nb_ngrams``), and
+(``masked_lm``), the bags of n-grams of ``bow`` (``ngrams``) and ``nbow`` (``nb_ngrams``), where a token stands
+in a negation's scope (``negation_scope``), and
 the class names a saved model carries (``class_names``). Keras 3 layers, ``keras.ops`` only.
 
 It may import :mod:`classifier.errors` and :mod:`classifier.config`."""

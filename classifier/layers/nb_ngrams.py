@@ -19,6 +19,14 @@ The ratios are learnt from the training reviews' labels before training (the ``p
 of the variant), never from validation or test reviews. Everything else is
 :class:`~classifier.layers.ngrams.BagOfNgrams`'s: no dense (B, features) vector is built.
 
+**Negation and contrast** (``negation`` > 0 or ``contrast`` < 1; ids of a vocabulary built with
+``data.sentences``). An n-gram whose last word is negated (:mod:`classifier.layers.
+negation_scope`) counts ``-negation`` times in place of once, "not bad" reading as the opposite
+of "bad", and adds a feature of its own (its hashed slot permuted, the ``N:`` n-gram of Das &
+Chen 2001) for what the flip gets wrong; an n-gram whose last word stands before a contrast word
+in its sentence counts ``contrast`` times. A feature present both ways in one review takes its
+first in this order: plain, plain before a contrast, negated, negated before a contrast.
+
 Example:
     >>> layer = NaiveBayesNgrams(vocab_size=10, buckets=16, outputs=2)
     >>> tuple(layer(np.array([[3, 4, 5, 0]])).shape)
@@ -31,19 +39,31 @@ import keras
 import numpy as np
 from keras import ops
 
-from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
+from classifier.layers.negation_scope import negation_scope
+from classifier.layers.ngrams import (
+    BagOfNgrams,
+    first_occurrences,
+    ngram_features,
+    sorted_features,
+)
 
 
 def class_feature_counts(
-    batches, vocab_size: int, buckets: int, order: int, classes: int = 2
+    batches, vocab_size: int, buckets: int, order: int, classes: int = 2, entries=None
 ) -> np.ndarray:
     """``(classes, features)``: in how many reviews of each class each feature occurs, over
     ``(token_ids (B, T), labels (B,))`` batches. For two classes the rows unpack as
-    ``negative, positive`` (label 1 = positive)."""
+    ``negative, positive`` (label 1 = positive). ``entries``: a bag's
+    :meth:`~classifier.layers.ngrams.BagOfNgrams.entries`, for a bag that reads negation."""
     counts = np.zeros((classes, vocab_size + buckets), dtype=np.int64)
     for ids, labels in batches:
-        features = ops.convert_to_numpy(sorted_features(ids, vocab_size, buckets, order))
-        present = ops.convert_to_numpy(first_occurrences(features)) > 0
+        if entries is None:
+            features = sorted_features(ids, vocab_size, buckets, order)
+            weights = first_occurrences(features)
+        else:
+            features, weights = entries(ids)
+        features = ops.convert_to_numpy(features)
+        present = ops.convert_to_numpy(weights) != 0
         rows = np.broadcast_to(np.asarray(labels).reshape(-1, 1), features.shape)
         np.add.at(counts, (rows[present], features[present]), 1)
     return counts
@@ -91,17 +111,79 @@ class NaiveBayesNgrams(BagOfNgrams):
         outputs: columns of the linear map.
         order: the longest n-gram (1, 2 or 3).
         l2: L2 penalty on the kernel (added to the loss, as logistic regression's ``1 / 2Cn``).
+        negation: how many times minus itself a negated n-gram counts (0: no negation scope).
+        contrast: how much an n-gram before a contrast word counts (1: as any other).
+        max_length: the longest review (T), which the negation scope needs.
     """
 
     scale_name = "ratio"
 
     def __init__(
-        self, vocab_size: int, buckets: int, outputs: int, order: int = 3, l2: float = 0.0, **kwargs
+        self,
+        vocab_size: int,
+        buckets: int,
+        outputs: int,
+        order: int = 3,
+        l2: float = 0.0,
+        negation: float = 0.0,
+        contrast: float = 1.0,
+        max_length: int = 0,
+        **kwargs,
     ):
         if order not in (1, 2, 3):
             raise ValueError(f"order must be 1, 2 or 3, got {order}")
         super().__init__(vocab_size, buckets, outputs, l2=l2, **kwargs)
         self.order = order
+        self.negation, self.contrast, self.max_length = negation, contrast, max_length
+        if self.reads_scope and max_length < 1:
+            raise ValueError("negation or contrast needs max_length, the longest review")
+
+    @property
+    def reads_scope(self) -> bool:
+        """Whether the bag weighs n-grams by negation or contrast."""
+        return self.negation > 0 or self.contrast != 1
+
+    def entries(self, token_ids):
+        if not self.reads_scope:
+            return super().entries(token_ids)
+        # Keys of int32 (LiteRT divides no int64): below 4 * (1e6 + 1e8), the largest config.
+        plain, negated, before = (ops.cast(a, "int32") for a in self._by_position(token_ids))
+        keys = ops.where(plain > 0, plain * 4 + negated * 2 + before, 0)
+        if self.negation > 0:
+            flipped = ops.where(negated > 0, self._own(plain) * 4 + before, 0)
+            keys = ops.concatenate([keys, flipped], axis=1)
+        keys = ops.sort(keys, axis=-1)
+        features = ops.cast(keys // 4, "int64")
+        sign = ops.where(ops.mod(keys // 2, 2) > 0, -self.negation, 1.0)
+        weight = ops.where(ops.mod(keys, 2) > 0, self.contrast, 1.0)
+        return features, first_occurrences(features) * sign * weight
+
+    def features_by_position(self, token_ids):
+        if self.negation == 0:
+            return super().features_by_position(token_ids)
+        plain, negated, _ = self._by_position(token_ids)
+        return ops.concatenate([plain, ops.where(negated > 0, self._own(plain), 0)], axis=1)
+
+    def _by_position(self, token_ids):
+        """(B, F) n-gram features by position, and 0/1 (int64) where a real n-gram's last word
+        is negated and where it stands before a contrast word."""
+        plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
+        negated, before = negation_scope(token_ids, self.max_length)
+        if self.negation == 0:
+            negated = ops.zeros_like(negated)
+        flags = []
+        for flag in (negated, before):
+            flag = ops.cast(flag, "int64")
+            flag = ops.concatenate([flag[:, n:] for n in range(self.order)], axis=1)
+            flags.append(ops.where(plain > 0, flag, 0))
+        return plain, *flags
+
+    def _own(self, features):
+        """The ``N:`` feature of each n-gram feature: its hashed slot permuted (the unigrams'
+        and the longer n-grams' by different permutations)."""
+        unigram = features < self.vocab_size
+        slot = ops.where(unigram, features * 31 + 17, (features - self.vocab_size) * 31 + 29)
+        return self.vocab_size + ops.mod(slot, self.buckets)
 
     def scale_shape(self, features: int) -> tuple[int, ...]:
         return (features,) if self.outputs <= 2 else (features, self.outputs)
@@ -122,4 +204,10 @@ class NaiveBayesNgrams(BagOfNgrams):
             self.scale.assign(log_count_ratios(negative, positive, alpha))
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "order": self.order}
+        return {
+            **super().get_config(),
+            "order": self.order,
+            "negation": self.negation,
+            "contrast": self.contrast,
+            "max_length": self.max_length,
+        }

@@ -175,12 +175,24 @@ class BagOfNgrams(keras.layers.Layer):
         scaled value (TF-IDF here; 0 for repeats and padding); what :meth:`call` multiplies by
         the kernel. A scale of one value per feature and output gives values (B, F, outputs),
         each output's normalised on its own."""
+        features, weights = self.entries(token_ids)
+        return features, self.values_of(features, weights)
+
+    def entries(self, token_ids):
+        """``(features (B, F), weights (B, F))``: sorted feature ids, and the weight each
+        review's first occurrence of a feature carries before scaling (1.0 here; 0 for repeats
+        and padding). A subclass may weigh and sign them (:class:`~classifier.layers.nb_ngrams.
+        NaiveBayesNgrams` with ``negation``)."""
         features = sorted_features(token_ids, self.vocab_size, self.buckets, self.order)
-        return features, self.values_of(features, first_occurrences(features))
+        return features, first_occurrences(features)
+
+    def features_by_position(self, token_ids):
+        """(B, F) feature ids in order of position (:func:`ngram_features`), for explanations."""
+        return ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
 
     def values_of(self, features, present):
-        """The normalised scaled values of ``features`` (B, F) where ``present`` (B, F) is 1
-        (each feature of a review once) and 0 elsewhere: what :meth:`feature_values` gives."""
+        """The normalised scaled values of ``features`` (B, F) of :meth:`entries` weighted by
+        its ``present`` (B, F) weights: what :meth:`feature_values` gives."""
         scales = ops.take(self.scale, features, axis=0)  # (B, F) or (B, F, outputs)
         if len(self.scale.shape) == 2:
             present = ops.expand_dims(present, -1)

@@ -183,6 +183,9 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         num_classes,
         order=cfg.ngram_order,
         l2=cfg.l2,
+        negation=cfg.negation,
+        contrast=cfg.contrast,
+        max_length=sequence_length if cfg.negation or cfg.contrast != 1 else 0,
         name="bag",
         dtype="float32",
     )
@@ -216,7 +219,9 @@ def set_log_count_ratios(classifier: keras.Model, batches) -> None:
     """Set the ``nbow`` log-count ratios from the training reviews: ``(token_ids, label)``
     batches (the labels of the reviews it trains on, never validation or test ones)."""
     bag = classifier.get_layer("bag")
-    counts = class_feature_counts(batches, bag.vocab_size, bag.buckets, bag.order, bag.outputs)
+    counts = class_feature_counts(
+        batches, bag.vocab_size, bag.buckets, bag.order, bag.outputs, entries=bag.entries
+    )
     bag.set_ratios(*counts)
 
 

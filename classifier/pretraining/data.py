@@ -125,7 +125,13 @@ def pretrain_vectorizer(
         smaller = dataclasses.replace(data, vocab_size=data.vocab_size - len(reserved))
         adapted = build_vectorizer(smaller, texts.map(lambda text: (text, 0)))
         vocabulary = adapted.get_vocabulary() + reserved
-    return ReviewVectorizer(data.vocab_size, data.sequence_length, data.truncate, vocabulary[2:])
+    return ReviewVectorizer(
+        data.vocab_size,
+        data.sequence_length,
+        data.truncate,
+        vocabulary[2:],
+        sentences=data.sentences,
+    )
 
 
 def make_pretrain_datasets(

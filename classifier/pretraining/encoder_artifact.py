@@ -59,7 +59,11 @@ class PretrainedEncoder:
     def vectorizer(self, data: DataConfig) -> ReviewVectorizer:
         """The classifier's vectorizer with this vocabulary (nothing is adapted)."""
         return ReviewVectorizer(
-            data.vocab_size, data.sequence_length, data.truncate, self.vocabulary[2:]
+            data.vocab_size,
+            data.sequence_length,
+            data.truncate,
+            self.vocabulary[2:],
+            sentences=data.sentences,
         )
 
     def copy_into(self, model: keras.Model) -> None:

@@ -56,6 +56,7 @@ from classifier.serving.litert_engine import (
     FORMAT_VERSION,
     MANIFEST,
     MODEL_FILE,
+    SENTENCES_STANDARDIZATION,
     STANDARDIZATION,
     VOCABULARY_FILE,
     BundleModel,
@@ -72,6 +73,7 @@ PROBES = [
     "!!!",
     "Don't miss it!<br />Great.",
     "<BR/>a<br\t/>b<br />",
+    "Not bad... at ALL! ;<br />Great;really ?:. x",
     "it's rock'n'roll, O'Brien's 'tis",
     "THE MoViE\twas\r\ngreat\x0bbut\x1cdull\x85ok\u2028fine",
     "ÉMIGRÉ émigré İstanbul STRAẞE ﬁlm café cafe\u0301",
@@ -122,7 +124,7 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
         "variant": variant.name if variant else None,
         "sequence_length": int(vectorizer.sequence_length),
         "truncate": vectorizer.truncate,
-        "standardization": STANDARDIZATION,
+        "standardization": SENTENCES_STANDARDIZATION if vectorizer.sentences else STANDARDIZATION,
         "vocab_size": len(vocabulary),
         "num_classes": num_classes,
         "labels": list(labels),
@@ -166,6 +168,8 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         bias=numpy(bag.bias),
         head_kernel=numpy(head.kernel),
         head_bias=numpy(head.bias),
+        negation=float(getattr(bag, "negation", 0.0)),
+        contrast=float(getattr(bag, "contrast", 1.0)),
     )
 
 
@@ -182,7 +186,9 @@ def _write_explain_parts(
     entry = {"explains": variant.explains, "layer": variant.explained_as}
     if variant.explains != "attention":
         weights = ngram_weights_of(classifier)
-        described = ("vocab_size", "buckets", "order", "scale_name")
+        described = ["vocab_size", "buckets", "order", "scale_name"]
+        if weights.negation or weights.contrast != 1:  # a bag that reads negation
+            described += ["negation", "contrast"]
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         arrays |= {"head_kernel": weights.head_kernel, "head_bias": weights.head_bias}
@@ -277,7 +283,9 @@ def _check_standardization(vectorizer: ReviewVectorizer, shown: str) -> None:
     words = " ".join(vocabulary[2:40] + [word.upper() for word in vocabulary[2:10]])
     probes = [*PROBES, words, words + " " + words * (vectorizer.sequence_length // 20 + 1)]
     expected = vectorizer(tf.constant(probes)).numpy()
-    tokenizer = Tokenizer(vocabulary, vectorizer.sequence_length, vectorizer.truncate)
+    tokenizer = Tokenizer(
+        vocabulary, vectorizer.sequence_length, vectorizer.truncate, vectorizer.sentences
+    )
     actual = tokenizer.encode(probes)
     if not np.array_equal(expected, actual):
         bad = [probe for probe, e, a in zip(probes, expected, actual, strict=True) if any(e != a)]

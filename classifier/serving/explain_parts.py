@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from classifier.config.negation import scope_ids
 from classifier.errors import ModelError, first_line
 from classifier.serving.interpreters import without_delegate_note
 from classifier.serving.litert_engine import read_checked
@@ -61,6 +62,31 @@ def ngram_features(token_ids: np.ndarray, vocab_size: int, buckets: int, order: 
     return np.concatenate(parts, axis=1)
 
 
+def scope_of(token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(negated (B, T) bool, before_contrast (B, T) bool)``: the NumPy twin of
+    :func:`classifier.layers.negation_scope.negation_scope`.
+
+    Example (ids 2 ``.``, 3 ``not``, 31 ``but``; 40, 41, 42 other words):
+        >>> negated, before = scope_of(np.array([[40, 3, 41, 42, 2, 41, 31, 42]]))
+        >>> negated.astype(int).tolist(), before.astype(int).tolist()
+        ([[0, 0, 1, 1, 0, 0, 0, 0]], [[0, 0, 0, 0, 0, 1, 0, 0]])
+    """
+    ids, where = np.asarray(token_ids), scope_ids()
+    position = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
+    negation = (ids >= where.negations[0]) & (ids < where.negations[1])
+    contrast = (ids >= where.contrasts[0]) & (ids < where.contrasts[1])
+    end = ids == where.end
+    last_negation = np.maximum.accumulate(np.where(negation, position, -1), axis=1)
+    last_stop = np.maximum.accumulate(np.where(end | contrast, position, -1), axis=1)
+    far = ids.shape[1] + 1
+
+    def next_of(flags):  # the first position at or after each where ``flags`` holds
+        return np.minimum.accumulate(np.where(flags, position, far)[:, ::-1], axis=1)[:, ::-1]
+
+    after = np.pad(next_of(contrast), ((0, 0), (0, 1)), constant_values=far)[:, 1:]
+    return (last_negation > last_stop) & ~negation, after < next_of(end)
+
+
 @dataclass(frozen=True)
 class NgramWeights:
     """A bag of n-grams (layer ``bag``) and the head after it, as NumPy arrays.
@@ -71,6 +97,8 @@ class NgramWeights:
         scale: (F,) or, one per output, (F, outputs).
         kernel, bias: the bag's linear map, (F, outputs) and (outputs,).
         head_kernel, head_bias: the head's (outputs, K) and (K,), the temperature included.
+        negation, contrast: how negated n-grams and those before a contrast word count
+            (:class:`~classifier.layers.nb_ngrams.NaiveBayesNgrams`; 0 and 1: as any other).
     """
 
     vocab_size: int
@@ -82,24 +110,60 @@ class NgramWeights:
     bias: np.ndarray
     head_kernel: np.ndarray
     head_bias: np.ndarray
+    negation: float = 0.0
+    contrast: float = 1.0
 
     def features(self, token_ids: np.ndarray) -> np.ndarray:
-        """(B, F) feature ids in order of position (:func:`ngram_features`)."""
-        return ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
+        """(B, F) feature ids in order of position (:func:`ngram_features`); with
+        ``negation``, then each negated n-gram's own feature (0 elsewhere)."""
+        plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
+        if self.negation == 0:
+            return plain
+        _, negated, _ = self._by_position(token_ids, plain)
+        return np.concatenate([plain, np.where(negated > 0, self._own(plain), 0)], axis=1)
 
     def feature_values(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(features (B, F), values (B, F) or (B, F, outputs))``: sorted feature ids and
         their normalised scaled values, 0 for repeats and padding (the twin of
         :meth:`classifier.layers.ngrams.BagOfNgrams.feature_values`, in float32 as it is)."""
-        features = np.sort(self.features(token_ids), axis=-1)
+        plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
+        if self.negation == 0 and self.contrast == 1:
+            features, sign, weight = np.sort(plain, axis=-1), 1.0, 1.0
+        else:
+            plain, negated, before = self._by_position(token_ids, plain)
+            keys = np.where(plain > 0, plain * 4 + negated * 2 + before, 0)
+            if self.negation > 0:
+                own = np.where(negated > 0, self._own(plain) * 4 + before, 0)
+                keys = np.concatenate([keys, own], axis=1)
+            keys = np.sort(keys, axis=-1)
+            features = keys // 4
+            sign = np.where((keys // 2) % 2 > 0, np.float32(-self.negation), np.float32(1))
+            weight = np.where(keys % 2 > 0, np.float32(self.contrast), np.float32(1))
         previous = np.pad(features[:, :-1], ((0, 0), (1, 0)))
-        present = ((features != previous) & (features > 0)).astype(np.float32)
+        present = ((features != previous) & (features > 0)).astype(np.float32) * sign * weight
         scales = self.scale[features]
         if self.scale.ndim == 2:
             present = present[..., None]
         values = present * scales
         norm = np.sqrt(np.sum(np.square(values), axis=1, keepdims=True))
         return features, values / np.maximum(norm, np.float32(1e-12))
+
+    def _by_position(self, token_ids: np.ndarray, plain: np.ndarray):
+        """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._by_position`."""
+        negated, before = (flag.astype(np.int64) for flag in scope_of(token_ids))
+        if self.negation == 0:
+            negated = np.zeros_like(negated)
+        flags = [
+            np.concatenate([f[:, n:] for n in range(self.order)], axis=1) for f in (negated, before)
+        ]
+        return plain, *(np.where(plain > 0, flag, 0) for flag in flags)
+
+    def _own(self, features: np.ndarray) -> np.ndarray:
+        """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._own`."""
+        slot = np.where(
+            features < self.vocab_size, features * 31 + 17, (features - self.vocab_size) * 31 + 29
+        )
+        return self.vocab_size + np.mod(slot, self.buckets)
 
 
 class AttentionOutputs:
@@ -188,6 +252,8 @@ def load_explain_parts(bundle) -> ExplainParts:
                 buckets=int(described["buckets"]),
                 order=int(described["order"]),
                 scale_name=str(described["scale_name"]),
+                negation=float(described.get("negation", 0.0)),
+                contrast=float(described.get("contrast", 1.0)),
                 **loaded,
             )
         if "attention" in entry:

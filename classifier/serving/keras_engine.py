@@ -66,7 +66,10 @@ class KerasPredictor:
     def tokenizer(self) -> Tokenizer:
         vectorizer = self._reading()
         return Tokenizer(
-            vectorizer.get_vocabulary(), vectorizer.sequence_length, vectorizer.truncate
+            vectorizer.get_vocabulary(),
+            vectorizer.sequence_length,
+            vectorizer.truncate,
+            sentences=getattr(vectorizer, "sentences", False),
         )
 
     def _reading(self) -> ReviewVectorizer:

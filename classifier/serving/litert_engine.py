@@ -64,6 +64,8 @@ FORMAT_VERSION = 1
 #: ``classifier.data.pipeline.standardize_review`` (ASCII lower-casing, control characters and ``<br />``
 #: to spaces, apostrophes dropped, other ASCII punctuation to spaces). A change to either bumps it.
 STANDARDIZATION = "imdb-review-v1"
+#: The same with ``data.sentences`` (``standardize_sentences``): sentence ends kept as ``.``.
+SENTENCES_STANDARDIZATION = STANDARDIZATION + "-sentences"
 #: The folder a run logs its bundle under (``runs:/RUN_ID/bundle``), and the bundle's manifest.
 BUNDLE_DIR = "bundle"
 MANIFEST = "bundle.json"
@@ -87,6 +89,8 @@ class BundleInfo:
     #: :mod:`classifier.serving.explain_parts` reads (``None``: written before them).
     files: dict = field(default_factory=dict)
     explain: dict | None = None
+    #: Standardized with sentence ends (:data:`SENTENCES_STANDARDIZATION`).
+    sentences: bool = False
 
 
 class BundleModel:
@@ -230,7 +234,7 @@ def load_bundle(path: str | Path, num_threads: int | None = None) -> BundleModel
     contents = {name: read_checked(folder, name, info.files, shown) for name in _FILES}
     try:
         vocabulary = contents[VOCABULARY_FILE].decode("utf-8").split("\n")
-        tokenizer = Tokenizer(vocabulary, info.sequence_length, info.truncate)
+        tokenizer = Tokenizer(vocabulary, info.sequence_length, info.truncate, info.sentences)
     except (UnicodeDecodeError, ValueError) as error:
         raise ModelError(f"{shown}: bad {VOCABULARY_FILE} ({first_line(error)})") from None
     if len(vocabulary) != manifest.get("vocab_size"):
@@ -273,10 +277,10 @@ def _read_manifest(folder: Path, shown: str) -> dict:
 
 def _info(manifest: dict, shown: str) -> BundleInfo:
     standardization = manifest.get("standardization")
-    if standardization != STANDARDIZATION:
+    if standardization not in (STANDARDIZATION, SENTENCES_STANDARDIZATION):
         raise ModelError(
             f"{shown}: standardization {standardization!r}; this tokenizer implements "
-            f"{STANDARDIZATION!r}"
+            f"{STANDARDIZATION!r} and {SENTENCES_STANDARDIZATION!r}"
         )
     try:
         labels = tuple(str(label) for label in manifest["labels"])
@@ -288,6 +292,7 @@ def _info(manifest: dict, shown: str) -> BundleInfo:
             variant=manifest.get("variant"),
             files=dict(manifest.get("files") or {}),
             explain=manifest.get("explain") or None,
+            sentences=standardization == SENTENCES_STANDARDIZATION,
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ModelError(f"{shown}: {MANIFEST} lacks or mangles {first_line(error)}") from None

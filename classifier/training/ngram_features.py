@@ -32,7 +32,9 @@ The bag of n-grams from config to served bundle, a module a line:
 - :mod:`classifier.config.schema`, :mod:`~classifier.config.checks`: ``model.ngram_buckets``,
   ``model.ngram_order``, ``model.l2`` and ``train.lazy_adam`` (plain Adam on a bag's rows);
 - :mod:`classifier.layers.ngrams`: the hashed n-gram numbering, and ``bow``'s TF-IDF bag;
-- :mod:`classifier.layers.nb_ngrams`: ``nbow``'s bag, binary n-grams times NB log-count ratios;
+- :mod:`classifier.layers.nb_ngrams`: ``nbow``'s bag, binary n-grams times NB log-count ratios,
+  negated n-grams flipped (``model.negation``, scope from :mod:`classifier.layers.negation_scope`
+  and the word ids of :mod:`classifier.config.negation`);
 - :mod:`classifier.models.classifier`: the builders (layer ``bag``, then the softmax ``head``)
   and the idf or NB ratios counted on the training reviews;
 - :mod:`classifier.models.optimizers`: :class:`FusedAdam`, whose lazy steps move a batch's rows;
@@ -60,7 +62,7 @@ import tensorflow as tf
 from classifier.config.schema import DataConfig
 from classifier.config.variants import variant_of_model
 from classifier.data.batching import as_written, by_length, length_buckets
-from classifier.layers.ngrams import BagOfNgrams, first_occurrences, sorted_features
+from classifier.layers.ngrams import BagOfNgrams
 from classifier.models.classifier import READER_LENGTH
 from classifier.models.optimizers import FusedAdam
 from classifier.runs.lifecycle import built_for_fit
@@ -360,10 +362,9 @@ def distinct_features(id_batches: tf.data.Dataset, bag: BagOfNgrams, read: int =
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int64)], autograph=False)
     def of_batch(ids):
-        features = sorted_features(ids, bag.vocab_size, bag.buckets, bag.order)
-        present = first_occurrences(features)
-        values = bag.values_of(features, present)
-        keep = present > 0
+        features, weights = bag.entries(ids)
+        values = bag.values_of(features, weights)
+        keep = weights != 0
         lengths = tf.maximum(tf.math.count_nonzero(ids, axis=1, dtype=tf.int32), 1)
         columns = (
             tf.ragged.boolean_mask(tf.cast(features, tf.int32), keep),

@@ -160,7 +160,11 @@ def _start(cfg: Config, checkpoint: Path | None, workdir: Path, echo) -> RunStat
     if checkpoint:
         vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
         vectorizer = ReviewVectorizer(
-            cfg.data.vocab_size, cfg.data.sequence_length, cfg.data.truncate, vocabulary
+            cfg.data.vocab_size,
+            cfg.data.sequence_length,
+            cfg.data.truncate,
+            vocabulary,
+            sentences=cfg.data.sentences,
         )
     elif encoder:
         vectorizer = encoder.vectorizer(cfg.data)

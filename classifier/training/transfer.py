@@ -60,7 +60,11 @@ class TrainedClassifier:
     def vectorizer(self, data: DataConfig) -> ReviewVectorizer:
         """The new classifier's vectorizer with the trained model's vocabulary."""
         return ReviewVectorizer(
-            data.vocab_size, data.sequence_length, data.truncate, self.vocabulary[2:]
+            data.vocab_size,
+            data.sequence_length,
+            data.truncate,
+            self.vocabulary[2:],
+            sentences=data.sentences,
         )
 
     def copy_into(self, model: keras.Model) -> None:
@@ -120,6 +124,11 @@ def starting_point(cfg: Config) -> PretrainedEncoder | TrainedClassifier | None:
         raise ConfigError(
             f"data.vocab_size={cfg.data.vocab_size} but the model from {source} has "
             f"{vectorizer.vocab_size} (its vocabulary and embedding are reused)"
+        )
+    if getattr(vectorizer, "sentences", False) != cfg.data.sentences:
+        raise ConfigError(
+            f"data.sentences={str(cfg.data.sentences).lower()} but the model from {source} was "
+            f"trained with {str(not cfg.data.sentences).lower()} (its vocabulary is reused)"
         )
     version = registered_version(source) if source.startswith("models:") else None
     run_id = version.run_id if version is not None else _run_of(source)

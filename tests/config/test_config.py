@@ -387,3 +387,33 @@ def test_module_examples_run():
     import classifier.config.schema
 
     assert doctest.testmod(classifier.config.schema).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["model.negation=1.5"], "model.negation must be in [0, 1], got 1.5"),
+        (["model.contrast=0"], "model.contrast must be in (0, 1], got 0.0"),
+        (
+            ["model.variant=nbow", "model.negation=0.5"],
+            "model.negation and model.contrast need the sentence ends and scope words that "
+            "data.sentences=true keeps",
+        ),
+        (
+            ["data.sentences=true", "model.contrast=0.5"],
+            "model.negation and model.contrast weigh the n-grams of nbow and nbow_attention; "
+            "model.variant='attention' has none (set them to 0 and 1)",
+        ),
+        (
+            ["data.sentences=true", "data.vocab_size=20"],
+            "data.vocab_size must be at least 39 with data.sentences (padding, OOV, the sentence "
+            "end and 35 scope words, one word), got 20",
+        ),
+    ],
+)
+def test_negation_needs_a_bag_and_the_sentence_ends(overrides, message):
+    with pytest.raises(ConfigError) as raised:
+        load_config(None, overrides)
+    assert str(raised.value) == message
+    sentences = ["data.sentences=true", "model.negation=0.5", "model.contrast=0.25"]
+    assert load_config(None, ["model.variant=nbow", *sentences]).model.negation == 0.5

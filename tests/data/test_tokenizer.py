@@ -1,4 +1,5 @@
-"""The TensorFlow-free tokenizer against ``ReviewVectorizer`` on adversarial strings and bytes."""
+"""The TensorFlow-free tokenizer against ``ReviewVectorizer`` on adversarial strings and bytes,
+with and without sentence ends (``sentences``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from classifier.data.pipeline import ReviewVectorizer, standardize_review
+from classifier.config.negation import reserved_words
+from classifier.data.pipeline import ReviewVectorizer, standardize_review, standardize_sentences
 from classifier.data.tokenizer import Tokenizer, standardize
 from tests.conftest import ROOT
 
@@ -38,6 +40,10 @@ CASES = [
     "café cafe\u0301 CAFE\u0301", "naïve NAÏVE", "😀 😀😀 a😀b A😀B", "👍🏽", "“great” ‘movie’ — …",
     "a–b a…b", "¡hola! ¿que?", "«the»", "a\u00b4b a`b a’b", "\\ a\\b x_y a-b", "1,000 10/10",
     "<i>great</i> &amp;quot;", "the " * 300, ("Great, MOVIE! " * 150) + "<br />the end",
+    # Sentence ends: runs, spaces and other characters between marks, breaks beside them.
+    "Not bad... at ALL!<br />Great; really", "a . ! ; b?: c", "a.'.b", "a'.'b", "x:)y", ".",
+    " . ", "end.<br /><br />Start", "end. <br/> . start", "7.5/10", "a.\xa0.b", "a.\x85!b",
+    "a.\u2028?b", "a!\t?\n.b", "<br/>.<br>!", "a.-.b", "a..,..b", "Wow!!!:-) ok?!", "..." * 100,
 ]  # fmt: skip
 
 # Invalid UTF-8 as TFDS or a file can hold it: lone continuation bytes, cut sequences, overlong
@@ -53,9 +59,10 @@ PIECES = [
     "a", "B", "the", "MOVIE", "é", "É", "Σ", "σ", "ß", "'", "’", "<br />", "<BR/>", "<br", "/>",
     "<", ">", " ", "  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "\x85",
     "\x9f", "\xa0", "\u2028", "\u2029", "\u3000", "\u0301", "😀", ".", ",", "!", "-", "…", "“",
+    "?", ";", ":", "...",
 ]  # fmt: skip
 BYTE_PIECES = [b"a", b"B", b" ", b"'", b"<br", b"/>", b"\xc2", b"\xe2", b"\x80", b"\x85", b"\xa8"]
-BYTE_PIECES += [b"\xff", b"\xc3", b"\x89", b"\x00", b"\t", b"."]
+BYTE_PIECES += [b"\xff", b"\xc3", b"\x89", b"\x00", b"\t", b".", b"!", b";", b"?:"]
 
 
 def fuzz() -> tuple[list[str], list[bytes]]:
@@ -71,8 +78,16 @@ ALL_TEXTS = CASES + FUZZ_TEXTS
 ALL_BYTES = BYTE_CASES + FUZZ_BYTES + [text.encode() for text in ALL_TEXTS]
 
 
-def vectorizer(sequence_length: int, truncate: str) -> ReviewVectorizer:
-    return ReviewVectorizer(len(WORDS) + 2, sequence_length, truncate, vocabulary=WORDS)
+#: TensorFlow's standardization with and without sentence ends.
+STANDARDIZE = {False: standardize_review, True: standardize_sentences}
+
+
+def vectorizer(sequence_length: int, truncate: str, sentences: bool = False) -> ReviewVectorizer:
+    """A vectorizer of WORDS; with ``sentences``, the reserved words first, as ``adapt`` puts them."""
+    words = WORDS
+    if sentences:
+        words = reserved_words() + [word for word in WORDS if word not in reserved_words()]
+    return ReviewVectorizer(len(words) + 2, sequence_length, truncate, words, sentences)
 
 
 def mismatches(expected, actual, inputs) -> list:
@@ -80,25 +95,29 @@ def mismatches(expected, actual, inputs) -> list:
     return [(text, e, a) for text, e, a in zip(inputs, expected, actual, strict=True) if e != a]
 
 
-def test_standardize_gives_the_bytes_of_standardize_review():
+@pytest.mark.parametrize("sentences", [False, True])
+def test_standardize_gives_the_bytes_of_tensorflow(sentences):
     for inputs in (ALL_TEXTS, ALL_BYTES):
-        expected = standardize_review(tf.constant(inputs)).numpy().tolist()
-        assert mismatches(expected, [standardize(text) for text in inputs], inputs) == []
+        expected = STANDARDIZE[sentences](tf.constant(inputs)).numpy().tolist()
+        actual = [standardize(text, sentences) for text in inputs]
+        assert mismatches(expected, actual, inputs) == []
 
 
-def test_words_are_those_tensorflow_splits():
-    tokenizer = Tokenizer(vectorizer(8, "tail").get_vocabulary(), 8)
+@pytest.mark.parametrize("sentences", [False, True])
+def test_words_are_those_tensorflow_splits(sentences):
+    tokenizer = Tokenizer(vectorizer(8, "tail", sentences).get_vocabulary(), 8, "tail", sentences)
     for inputs in (ALL_TEXTS, ALL_BYTES):
-        split = tf.strings.split(standardize_review(tf.constant(inputs))).to_list()
+        split = tf.strings.split(STANDARDIZE[sentences](tf.constant(inputs))).to_list()
         expected = [[word.decode("utf-8", "replace") for word in row] for row in split]
         assert mismatches(expected, [tokenizer.words(text) for text in inputs], inputs) == []
 
 
+@pytest.mark.parametrize("sentences", [False, True])
 @pytest.mark.parametrize("truncate", ["tail", "head"])
 @pytest.mark.parametrize("sequence_length", [1, 5, 64])
-def test_every_id_equals_review_vectorizer(truncate, sequence_length):
-    reference = vectorizer(sequence_length, truncate)
-    tokenizer = Tokenizer(reference.get_vocabulary(), sequence_length, truncate)
+def test_every_id_equals_review_vectorizer(truncate, sequence_length, sentences):
+    reference = vectorizer(sequence_length, truncate, sentences)
+    tokenizer = Tokenizer(reference.get_vocabulary(), sequence_length, truncate, sentences)
     for inputs in (ALL_TEXTS, ALL_BYTES):
         expected = reference(tf.constant(inputs)).numpy()
         actual = tokenizer.encode(inputs)
@@ -114,6 +133,21 @@ def test_long_reviews_keep_the_configured_end(truncate, kept):
     ids = tokenizer.encode(["A b, c; d e f.", "e", "", "!!"])
     assert [tokenizer.vocabulary[i] for i in ids[0]] == kept
     assert ids[1:].tolist() == [[tokenizer.vocabulary.index("e"), 0, 0], [0, 0, 0], [0, 0, 0]]
+
+
+def test_sentence_ends_are_one_dot_each_and_other_punctuation_goes():
+    text = "Not bad... at ALL!<br />Great; really?! Don't: (sigh) <br/><br/>.end"
+    ends = b"not bad . at all . great . really . dont .  sigh    . end"
+    assert standardize(text, sentences=True) == ends
+    assert standardize(text) == b"not bad    at all  great  really   dont   sigh     end"
+    tokenizer = Tokenizer(vectorizer(16, "head", sentences=True).get_vocabulary(), 16, "head", True)
+    assert tokenizer.words(text) == [word.decode() for word in ends.split()]
+    assert tokenizer.kept_words("a. b! c") == ["a", ".", "b", ".", "c"]
+    vocabulary = tokenizer.vocabulary
+    assert vocabulary[2:4] == [".", "not"] and vocabulary.index("dont") == 14
+    great = vocabulary.index("great")
+    ids = [3, 1, 2, 1, 1, 2, great, 2, 1, 2, 14, 2, 1, 2, 1, 0]
+    assert tokenizer.encode([text]).tolist() == [ids]
 
 
 def test_non_ascii_case_and_unicode_spaces_are_kept():
@@ -156,12 +190,13 @@ def test_bad_arguments_are_refused(vocabulary, sequence_length, truncate, messag
         Tokenizer(vocabulary, sequence_length, truncate)
 
 
-def test_from_file_reads_the_vocabulary_training_writes(tmp_path):
-    reference = vectorizer(12, "tail")
+@pytest.mark.parametrize("sentences", [False, True])
+def test_from_file_reads_the_vocabulary_training_writes(tmp_path, sentences):
+    reference = vectorizer(12, "tail", sentences)
     path = tmp_path / "vocabulary.txt"
     path.write_text("\n".join(reference.get_vocabulary()), encoding="utf-8")  # as train.py
-    tokenizer = Tokenizer.from_file(path, 12)
-    assert tokenizer.vocabulary == reference.get_vocabulary()
+    tokenizer = Tokenizer.from_file(path, 12, sentences=sentences)
+    assert tokenizer.vocabulary == reference.get_vocabulary() and tokenizer.sentences is sentences
     expected = reference(tf.constant(CASES)).numpy()
     np.testing.assert_array_equal(tokenizer.encode(CASES), expected)
 

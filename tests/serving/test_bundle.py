@@ -16,13 +16,16 @@ import numpy as np
 import pytest
 
 from classifier.config import variants
+from classifier.config.negation import reserved_words
+from classifier.config.schema import ModelConfig
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ModelError
 from classifier.explain.explanation import explain_text
-from classifier.models.classifier import build_end_to_end
+from classifier.explain.keras_view import KerasView
+from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.serving.bundle import write_bundle
 from classifier.serving.explain_parts import ATTENTION_FILE, NGRAMS_FILE
-from classifier.serving.keras_engine import classifier_of, labels_of
+from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
 from classifier.serving.litert_engine import (
     MANIFEST,
     MODEL_FILE,
@@ -32,7 +35,12 @@ from classifier.serving.litert_engine import (
     is_bundle,
     load_bundle,
 )
-from classifier.serving.predict import classify_files, predict_probabilities, predict_texts
+from classifier.serving.predict import (
+    classify_files,
+    predict_probabilities,
+    predict_texts,
+    tokenizer_of,
+)
 from classifier.serving.registry import load_keras_model
 from tests.conftest import ROOT
 from tests.model_helpers import NEGATIVE, POSITIVE, untrained
@@ -225,6 +233,51 @@ def test_a_model_saved_with_a_fixed_length_input(tmp_path):
     model = saved_and_loaded(build_end_to_end(vectorizer, fixed), tmp_path)
     bundle = load_bundle(write_bundle(model, tmp_path / "bundle"))
     assert_same_probabilities(model, bundle)
+
+
+def test_a_sentences_model_names_its_standardization_and_reads_back_the_same_ids(tmp_path):
+    vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
+    vectorizer.adapt(np.array(texts()))
+    cfg = ModelConfig(variant="attention", embed_dim=8, num_heads=2, ff_dim=8, num_layers=2)
+    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
+    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
+    folder = write_bundle(model, tmp_path / "bundle")
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["standardization"] == "imdb-review-v1-sentences"
+    bundle = load_bundle(folder)
+    reviews = [*texts(), "Not great. But dull!"]
+    expected = vectorizer_of(model)(np.array(reviews)).numpy()
+    vocabulary = bundle.tokenizer.vocabulary
+    great, dull = vocabulary.index("great"), vocabulary.index("dull")
+    assert vocabulary[2:4] == [".", "not"] and min(great, dull) >= 38
+    assert expected[-1].tolist() == [3, great, 2, 31, dull, 2] + [0] * 6  # not great . but dull .
+    for tokenizer in (bundle.tokenizer, tokenizer_of(model), KerasView(model).tokenizer):
+        assert tokenizer.sentences is True
+        np.testing.assert_array_equal(tokenizer.encode(reviews), expected)
+    assert_same_probabilities(model, bundle)
+    _rewrite_manifest(folder, standardization="imdb-review-v1")  # read as the plain one
+    assert load_bundle(folder).tokenizer.encode(["great. dull"])[0, :3].tolist() == [great, dull, 0]
+
+
+def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorflow(tmp_path):
+    vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
+    vectorizer.adapt(np.array(texts()))
+    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
+    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
+    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
+    assert classifier_of(model).get_layer("bag").negation == 0.5  # as saved
+    folder = write_bundle(model, tmp_path / "bundle")  # checks the twin and LiteRT against Keras
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["explain"]["ngrams"] == {
+        "vocab_size": 47, "buckets": 97, "order": 3, "scale_name": "ratio",
+        "negation": 0.5, "contrast": 0.25,
+    }  # fmt: skip
+    bundle = load_bundle(folder)
+    assert_same_probabilities(model, bundle)
+    review = "The plot was not dull. But great"
+    from_bundle, from_keras = explain_text(bundle, review), explain_text(model, review)
+    assert from_bundle.tokens == from_keras.tokens
+    np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
 def test_a_classifier_that_needs_its_exact_length_is_refused(tmp_path):

@@ -1,0 +1,65 @@
+"""Where each token stands in its sentence, for a bag of n-grams that reads negation and
+contrast (``nbow`` with ``model.negation`` or ``model.contrast``): from token ids alone, in a
+vocabulary built with ``data.sentences`` (:mod:`classifier.config.negation` fixes the ids of the
+sentence end ``.``, the negations and the contrast words).
+
+- A token is **negated** when a negation stands before it in its sentence with no contrast word
+  between them: "it was **not** *bad at all* . great", "**never** *boring* but long". The
+  negation itself, the sentence end and a contrast word are not.
+- A token stands **before a contrast** when a contrast word follows it in its sentence: "*the
+  acting was poor* but the story was good".
+
+Both are running maxima and minima along the review, computed by doubling (``log2(T)`` shifted
+maxima of (B, T) integers: plain ``keras.ops`` that export to LiteRT); the NumPy twin, for
+serving without TensorFlow, is :func:`classifier.serving.explain_parts.scope_of`.
+
+Example (ids 2 ``.``, 3 ``not``, 31 ``but``; 40, 41, 42 other words):
+    >>> negated, before = negation_scope(ops.array([[40, 3, 41, 42, 2, 41, 31, 42]]), 8)
+    >>> ops.convert_to_numpy(negated).astype(int).tolist()
+    [[0, 0, 1, 1, 0, 0, 0, 0]]
+    >>> ops.convert_to_numpy(before).astype(int).tolist()
+    [[0, 0, 0, 0, 0, 1, 0, 0]]
+"""
+
+from __future__ import annotations
+
+import math
+
+from keras import ops
+
+from classifier.config.negation import scope_ids
+
+#: Beyond any position: where a token has nothing after it.
+_FAR = 2**30
+
+
+def _running(values, length: int, forward: bool, fill: int):
+    """The running maximum (``forward``: over each position and those before it) or minimum
+    (backward: over it and those after it) of (B, T) integers, T <= ``length``."""
+    steps = max(1, math.ceil(math.log2(max(length, 2))))
+    for k in (2**i for i in range(steps)):
+        if forward:
+            shifted = ops.pad(values, [[0, 0], [k, 0]], constant_values=fill)[:, :-k]
+            values = ops.maximum(values, shifted)
+        else:
+            shifted = ops.pad(values, [[0, 0], [0, k]], constant_values=fill)[:, k:]
+            values = ops.minimum(values, shifted)
+    return values
+
+
+def negation_scope(token_ids, length: int):
+    """``(negated (B, T) bool, before_contrast (B, T) bool)`` of token ids (B, T), T <=
+    ``length`` (what the module's docstring says)."""
+    ids = ops.cast(token_ids, "int32")
+    where = scope_ids()
+    position = ops.cumsum(ops.ones_like(ids), axis=1) - 1
+    negation = ops.logical_and(ids >= where.negations[0], ids < where.negations[1])
+    contrast = ops.logical_and(ids >= where.contrasts[0], ids < where.contrasts[1])
+    end = ops.equal(ids, where.end)
+    last_negation = _running(ops.where(negation, position, -1), length, True, -1)
+    last_stop = _running(ops.where(ops.logical_or(end, contrast), position, -1), length, True, -1)
+    negated = ops.logical_and(last_negation > last_stop, ops.logical_not(negation))
+    next_contrast = _running(ops.where(contrast, position, _FAR), length, False, _FAR)
+    after = ops.pad(next_contrast, [[0, 0], [0, 1]], constant_values=_FAR)[:, 1:]
+    next_end = _running(ops.where(end, position, _FAR), length, False, _FAR)
+    return negated, after < next_end

@@ -1,0 +1,109 @@
+"""``data.sentences``: sentence ends kept as ``.`` tokens, the reserved words at fixed ids after
+``adapt``, and the vectorizer's config and ``.keras`` round trips."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from classifier.config.negation import reserved_words, scope_ids
+from classifier.config.schema import load_config
+from classifier.data.pipeline import (
+    ReviewVectorizer,
+    build_vectorizer,
+    load_raw_splits,
+    review_lengths,
+    standardize_review,
+    standardize_sentences,
+    texts_of,
+)
+from classifier.data.tokenizer import Tokenizer
+
+RESERVED = len(reserved_words())  # 36: ids 2 to 37
+TEXTS = ["Not great. But awful!", "The film... was dull; the plot: a waste?! <br />Loved it"]
+
+
+@pytest.fixture
+def cfg(fixture_overrides):
+    return load_config(None, [*fixture_overrides, "data.sentences=true"]).data
+
+
+def test_sentence_ends_become_one_dot_each():
+    out = standardize_sentences(tf.constant(["Not bad... at ALL!<br />Great; really", "a'b:c"]))
+    assert out.numpy().tolist() == [b"not bad . at all . great . really", b"ab . c"]
+    breaks = standardize_sentences(tf.constant(["End.<br /><br /> ! Start", "x<br>y"]))
+    assert [row.split() for row in breaks.numpy().tolist()] == [
+        [b"end", b".", b"start"],
+        [b"x", b".", b"y"],
+    ]
+    plain = standardize_review(tf.constant(["Not bad... at ALL!"])).numpy()[0]
+    assert plain.split() == [b"not", b"bad", b"at", b"all"]
+
+
+def test_adapt_puts_the_reserved_words_first_then_the_adapted_ones(cfg):
+    raw = load_raw_splits(cfg)
+    vectorizer = build_vectorizer(cfg, raw.train)
+    assert vectorizer.sentences and cfg.vocab_size == 64
+    vocabulary = vectorizer.get_vocabulary()
+    assert vocabulary[:2] == ["", "[UNK]"] and vocabulary[2 : 2 + RESERVED] == reserved_words()
+    scope = scope_ids()
+    assert vocabulary[scope.end] == "." and vocabulary[scope.negations[0]] == "not"
+    assert vocabulary[scope.contrasts[0]] == "but"
+    # The rest: the words a plain adapt with the same standardization finds, reserved ones out.
+    plain = keras.layers.TextVectorization(max_tokens=64, standardize=standardize_sentences)
+    plain.adapt(texts_of(raw.train))
+    others = [word for word in plain.get_vocabulary()[2:] if word not in reserved_words()]
+    assert vocabulary[2 + RESERVED :] == others and len(set(vocabulary)) == 2 + RESERVED + 24
+    assert "great" in vocabulary and "not" not in plain.get_vocabulary()  # reserved all the same
+    great, awful = vocabulary.index("great"), vocabulary.index("awful")
+    ids = vectorizer(tf.constant(TEXTS[:1])).numpy()
+    assert ids.tolist() == [[3, great, 2, 31, awful, 2] + [0] * 18]  # not great . but awful .
+    tokenizer = Tokenizer(vocabulary, cfg.sequence_length, cfg.truncate, sentences=True)
+    texts = [text.numpy() for text, _ in raw.test] + TEXTS
+    np.testing.assert_array_equal(tokenizer.encode(texts), vectorizer(tf.constant(texts)).numpy())
+
+
+def test_a_small_vocabulary_keeps_the_reserved_words_and_the_most_frequent_others():
+    texts = tf.data.Dataset.from_tensor_slices(["b b b. c c. d", "b c!"]).batch(2)
+    vectorizer = ReviewVectorizer(2 + RESERVED + 2, 8, "head", sentences=True)
+    vectorizer.adapt(texts)
+    assert vectorizer.get_vocabulary()[2:] == [*reserved_words(), "b", "c"]
+    assert vectorizer(tf.constant(["d b. not"])).numpy()[0, :4].tolist() == [1, 38, 2, 3]
+    with pytest.raises(ValueError, match="vocab_size must be at least 38 with sentences, got 37"):
+        ReviewVectorizer(37, 8, sentences=True)
+
+
+def test_config_round_trip_and_a_config_saved_before_sentences():
+    vectorizer = ReviewVectorizer(50, 6, "head", ["good", "."], sentences=True)
+    config = vectorizer.get_config()
+    assert config["sentences"] is True
+    again = ReviewVectorizer.from_config(config)
+    again.text_vectorization.set_vocabulary(["good", "."])
+    assert again.sentences is True and again.get_config() == config
+    assert again(tf.constant(["Good!good"])).numpy()[0, :3].tolist() == [2, 3, 2]
+    del config["sentences"]  # as a model saved before data.sentences
+    older = ReviewVectorizer.from_config(config)
+    older.text_vectorization.set_vocabulary(["good", "."])
+    assert older.sentences is False
+    assert older(tf.constant(["Good!good"])).numpy()[0, :3].tolist() == [2, 2, 0]
+
+
+def test_a_sentences_vectorizer_saves_and_loads_in_keras_format(cfg, tmp_path):
+    vectorizer = build_vectorizer(cfg, load_raw_splits(cfg).train)
+    inputs = keras.Input(shape=(), dtype="string")
+    model = keras.Model(inputs, vectorizer(inputs))
+    model.save(tmp_path / "v.keras")
+    loaded = keras.models.load_model(tmp_path / "v.keras", safe_mode=True)
+    (twin,) = [layer for layer in loaded.layers if isinstance(layer, ReviewVectorizer)]
+    assert twin.sentences is True and twin.get_vocabulary() == vectorizer.get_vocabulary()
+    texts = tf.constant(TEXTS)
+    np.testing.assert_array_equal(loaded(texts).numpy(), model(texts).numpy())
+    assert (loaded(texts).numpy() == 2).sum() == 6
+
+
+def test_review_lengths_count_sentence_ends_with_sentences():
+    dataset = tf.data.Dataset.from_tensor_slices((["A b. C!", "x"], [1, 0]))
+    assert review_lengths(dataset) == ([3, 1], [1, 0])
+    assert review_lengths(dataset, sentences=True) == ([5, 1], [1, 0])

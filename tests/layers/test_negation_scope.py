@@ -1,0 +1,169 @@
+"""A bag of n-grams that reads negation and contrast: the scope of each token equals a plain
+left-to-right reading, in TensorFlow and in its NumPy twin; a negated n-gram counts minus
+itself and adds its own feature; the word contributions still add up to the log-odds."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from classifier.config.negation import CONTRASTS, NEGATIONS, reserved_words, scope_ids
+from classifier.explain.measures import word_contributions
+from classifier.layers.nb_ngrams import NaiveBayesNgrams, class_feature_counts
+from classifier.layers.negation_scope import negation_scope
+from classifier.serving.explain_parts import NgramWeights, scope_of
+from tests.layer_checks import run_layer_test
+
+WHERE = scope_ids()
+END, NOT, BUT = WHERE.end, WHERE.negations[0], WHERE.contrasts[0]
+WORDS = {
+    word: 40 + i
+    for i, word in enumerate(["the", "film", "was", "bad", "good", "at", "all", "plot"])
+}
+
+
+def reading(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The scope read word by word: a negation opens it, an end or a contrast word closes it;
+    and, read backwards, whether a contrast word follows in the sentence."""
+    negation = set(range(*WHERE.negations))
+    contrast = set(range(*WHERE.contrasts))
+    negated, before = np.zeros(ids.shape, bool), np.zeros(ids.shape, bool)
+    for row, review in enumerate(ids.tolist()):
+        scope = False
+        for t, token in enumerate(review):
+            if token == END or token in contrast:
+                scope = False
+            elif token in negation:
+                scope = True
+            else:
+                negated[row, t] = scope
+        seen = False
+        for t in reversed(range(len(review))):
+            seen = seen and review[t] != END
+            before[row, t] = seen
+            seen = seen or review[t] in contrast
+    return negated, before
+
+
+def test_the_ids_are_those_of_the_reserved_words():
+    assert reserved_words()[WHERE.end - 2] == "."
+    assert reserved_words()[NOT - 2] == "not" and reserved_words()[BUT - 2] == "but"
+    assert WHERE.contrasts[1] - WHERE.contrasts[0] == len(CONTRASTS)
+    assert WHERE.negations[1] - WHERE.negations[0] == len(NEGATIONS)
+    assert len(set(reserved_words())) == len(reserved_words())
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 64, 2500])
+def test_the_scope_is_a_word_by_word_reading(length):
+    rng = np.random.default_rng(length)
+    # mostly words, often a negation, an end or a contrast word, padding at the end of some
+    ids = rng.choice([*range(40, 60), END, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
+    ids[1, length // 2 :] = 0
+    if length > 3:
+        ids[2] = 45
+        ids[2, 0] = NOT  # a scope that runs to the very end of the longest review
+    negated, before = reading(ids)
+    tf_negated, tf_before = (ops.convert_to_numpy(a) for a in negation_scope(ids, length))
+    np.testing.assert_array_equal(tf_negated, negated)
+    np.testing.assert_array_equal(tf_before, before)
+    np_negated, np_before = scope_of(ids)
+    np.testing.assert_array_equal(np_negated, negated)
+    np.testing.assert_array_equal(np_before, before)
+    if length > 3:
+        assert negated[2, 1:].all()
+
+
+def ids_of(text: str) -> np.ndarray:
+    table = {**WORDS, ".": END, "not": NOT, "but": BUT}
+    return np.array([[table[word] for word in text.split()]])
+
+
+def bag(negation: float = 1.0, contrast: float = 1.0, buckets: int = 4096) -> NaiveBayesNgrams:
+    layer = NaiveBayesNgrams(
+        60, buckets, 2, order=2, negation=negation, contrast=contrast, max_length=16
+    )
+    layer.build((None, None))
+    layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
+    return layer
+
+
+def weights_of(layer: NaiveBayesNgrams, text: str) -> dict[int, float]:
+    features, weights = (ops.convert_to_numpy(a)[0] for a in layer.entries(ids_of(text)))
+    return {int(f): float(w) for f, w in zip(features, weights, strict=True) if w}
+
+
+def test_a_negated_ngram_counts_minus_itself_and_adds_its_own_feature():
+    layer, bad, plain = bag(negation=0.5), WORDS["bad"], bag(negation=0.0)
+    negated = weights_of(layer, "the film was not bad")
+    assert negated[bad] == -0.5  # "bad": flipped by half
+    assert weights_of(plain, "the film was not bad")[bad] == 1.0
+    own = set(negated) - set(weights_of(plain, "the film was not bad"))
+    assert len(own) == 2  # N:bad and N:(not bad)
+    assert all(negated[f] == 1.0 for f in own)
+    # once un-negated in the review, "bad" counts as itself
+    assert weights_of(layer, "bad . not bad")[bad] == 1.0
+    assert weights_of(layer, "not good but bad")[bad] == 1.0
+
+
+def test_ngrams_before_a_contrast_word_count_less():
+    layer = bag(negation=0.0, contrast=0.25)
+    weights = weights_of(layer, "the plot was bad but the film was good")
+    assert weights[WORDS["bad"]] == 0.25 and weights[WORDS["good"]] == 1.0
+    assert weights[WORDS["the"]] == 1.0  # after "but" too: its first occurrence in this order
+    assert weights_of(layer, "bad . but good")[WORDS["bad"]] == 1.0  # another sentence
+
+
+def test_the_ratios_count_every_feature_a_review_holds():
+    layer = bag()
+    ids = np.pad(ids_of("not bad at all"), ((0, 0), (0, 3)))  # and padding
+    counts = class_feature_counts([(ids, np.array([1]))], 60, 4096, 2, entries=layer.entries)
+    assert counts[1].sum() == len(weights_of(layer, "not bad at all")) and counts[0].sum() == 0
+
+
+def test_the_word_contributions_add_up_with_negation():
+    rng = np.random.default_rng(0)
+    layer = bag(negation=1.0, contrast=0.25, buckets=97)
+    layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
+    layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
+    numpy = keras.ops.convert_to_numpy
+    twin = NgramWeights(
+        60, 97, 2, "ratio", numpy(layer.scale), numpy(layer.kernel), numpy(layer.bias),
+        np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=1.0, contrast=0.25,
+    )  # fmt: skip
+    ids = ids_of("the film was not bad at all but the plot was bad . good")
+    features, values = twin.feature_values(ids)
+    np.testing.assert_array_equal(features, numpy(layer.feature_values(ids)[0]))
+    np.testing.assert_allclose(values, numpy(layer.feature_values(ids)[1]), atol=1e-6)
+    positions = twin.features(ids)[0]
+    np.testing.assert_array_equal(positions, numpy(layer.features_by_position(ids))[0])
+    probability, shares = word_contributions(twin, features[0], values[0], positions, ids.size)
+    logits = numpy(layer(ids))[0]
+    assert shares.sum() == pytest.approx(logits[1] - logits[0], abs=1e-5)
+    assert probability == pytest.approx(1 / (1 + np.exp(logits[0] - logits[1])), abs=1e-6)
+
+
+def test_the_layer_saves_and_loads(tmp_path):
+    run_layer_test(
+        NaiveBayesNgrams,
+        init_kwargs={
+            "vocab_size": 60,
+            "buckets": 97,
+            "outputs": 2,
+            "order": 3,
+            "negation": 0.5,
+            "contrast": 0.25,
+            "max_length": 12,
+        },  # fmt: skip
+        input_data=np.array([[40, NOT, 41, 42, END, 43, BUT, 44, 0, 0, 0, 0]]),
+        tmp_path=tmp_path,
+        expected_output_shape=(1, 2),
+        expected_num_trainable_weights=2,
+        expected_num_non_trainable_weights=1,
+    )
+
+
+def test_negation_needs_the_longest_review():
+    with pytest.raises(ValueError, match="max_length"):
+        NaiveBayesNgrams(60, 97, 2, negation=1.0)

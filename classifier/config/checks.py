@@ -131,7 +131,7 @@ def check_negation(d: Any, m: Any) -> None:
     if d.sentences and d.vocab_size < reserved + 3:
         raise ConfigError(
             f"data.vocab_size must be at least {reserved + 3} with data.sentences (padding, "
-            f"OOV, the sentence end and {reserved - 1} scope words, one word), got {d.vocab_size}"
+            f"OOV, {reserved} punctuation and scope words, one word), got {d.vocab_size}"
         )
     if m.negation == 0.0 and m.contrast == 1.0:
         return

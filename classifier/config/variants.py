@@ -278,13 +278,21 @@ register(
         prepare=f"{_BUILDERS}:set_document_frequencies",
     )
 )
+#: The model keys of the NB-weighted bags.
+NBOW_KEYS = (
+    "model.ngram_buckets",
+    "model.ngram_order",
+    "model.l2",
+    "model.negation",
+    "model.contrast",
+)
 register(
     Variant(
         "nbow",
         f"{_BUILDERS}:nb_ngrams",
         explained_layer="bag",
         explained_as="the NB-weighted bag of word n-grams",
-        keys=("model.ngram_buckets", "model.ngram_order", "model.l2"),
+        keys=NBOW_KEYS,
         position="none",
         kind="bag",
         prepare=f"{_BUILDERS}:set_log_count_ratios",
@@ -296,7 +304,7 @@ register(
         f"{_BUILDERS}:nb_ngrams_and_attention",
         explained_layer="attention_1",
         explained_as="the attention branch's layer 2 of 2",
-        keys=("model.ngram_buckets", "model.ngram_order", "model.l2", *_SHARED),
+        keys=(*NBOW_KEYS, *_SHARED),
         position="none",
         kind="bag+reader",
         prepare=f"{_BUILDERS}:set_log_count_ratios",

@@ -9,8 +9,8 @@ and ``unsupervised`` (50,000 unlabelled reviews) is reachable through :func:`loa
 A user's labelled file or folder (``data.source``) is planned by :mod:`classifier.data.labelled`
 and streamed from disk. The batches of token ids come from :mod:`classifier.data.batching`.
 Reviews are standardized by :func:`standardize_review`, or with ``data.sentences`` by
-:func:`standardize_sentences`, which keeps each sentence's end as a ``.`` token
-(:mod:`classifier.config.negation`).
+:func:`standardize_sentences`, which keeps each sentence's end as a ``.`` token and each comma
+as ``,`` (:mod:`classifier.config.negation`).
 
 Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from classifier.config.negation import FIRST_ID, SENTENCE_END, reserved_words
+from classifier.config.negation import CLAUSE_END, FIRST_ID, SENTENCE_END, reserved_words
 from classifier.config.schema import LABELS, DataConfig
 from classifier.data.batching import VECTORIZE_BATCH, cache_file, vectorize
 from classifier.data.labelled import Plan, plan_splits
@@ -56,7 +56,8 @@ _PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
 _CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
 # A run of sentence-end marks, the spaces between them included, becomes one " . ".
 _SENTENCE_END_RUN = r"[.!?;:][ .!?;:]*"
-_OTHER_PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "").replace(".", "")) + "]"
+_COMMA_RUN = r",[ ,]*"  # then a run of commas, one " , "
+_OTHER_PUNCTUATION = "[" + re.escape(string.punctuation.translate(str.maketrans("", "", "'.,"))) + "]"
 
 
 @dataclass(frozen=True)
@@ -168,17 +169,19 @@ def standardize_review(text: tf.Tensor) -> tf.Tensor:
 @keras.saving.register_keras_serializable(package="classifier")
 def standardize_sentences(text: tf.Tensor) -> tf.Tensor:
     """:func:`standardize_review`, but ``<br />`` and each run of ``. ! ? ; :`` (spaces between
-    them included) become one sentence end, `` . ``, which stays a word of its own.
+    them included) become one sentence end, `` . ``, then each run of commas one `` , ``, which
+    stay words of their own.
 
     Example:
-        >>> standardize_sentences(tf.constant("Not bad... at ALL!<br />Great; really"))
-        <tf.Tensor: ... numpy=b'not bad . at all . great . really'>
+        >>> standardize_sentences(tf.constant("Not bad... at ALL!<br />Great, really"))
+        <tf.Tensor: ... numpy=b'not bad . at all . great , really'>
     """
     end = f" {SENTENCE_END} "
     text = tf.strings.lower(text)
     text = tf.strings.regex_replace(text, _CONTROL, " ")
     text = tf.strings.regex_replace(text, _BREAK_TAG, end)
     text = tf.strings.regex_replace(text, _SENTENCE_END_RUN, end)
+    text = tf.strings.regex_replace(text, _COMMA_RUN, f" {CLAUSE_END} ")
     text = tf.strings.regex_replace(text, "'", "")
     return tf.strings.regex_replace(text, _OTHER_PUNCTUATION, " ")
 
@@ -214,9 +217,9 @@ class ReviewVectorizer(keras.layers.Layer):
         >>> v(tf.constant(["a b c d e f"])).shape
         TensorShape([1, 4])
         >>> s = ReviewVectorizer(100, 4, "head", sentences=True)
-        >>> s.adapt(tf.data.Dataset.from_tensor_slices(["Not bad. Bad!"]).batch(1))
-        >>> s.get_vocabulary()[:4], s(tf.constant(["Not bad. Bad!"])).numpy().tolist()
-        (['', '[UNK]', '.', 'not'], [[3, 38, 2, 38]])
+        >>> s.adapt(tf.data.Dataset.from_tensor_slices(["Not bad, bad!"]).batch(1))
+        >>> s.get_vocabulary()[:5], s(tf.constant(["Not bad, bad!"])).numpy().tolist()
+        (['', '[UNK]', '.', ',', 'not'], [[4, 40, 3, 40]])
     """
 
     def __init__(

@@ -16,7 +16,8 @@ on adversarial strings and on all test and unlabelled IMDB reviews):
   punctuation (``…``, ``“``, ``—``) stays inside words.
 - With ``sentences`` (``data.sentences``, ``pipeline.standardize_sentences``), ``<br\\s*/?>``
   becomes `` . `` instead, then each run of ``. ! ? ; :`` (spaces between them included) becomes
-  one `` . ``, before the apostrophes and other punctuation go: ``.`` is then a word of its own.
+  one `` . `` and each run of commas one `` , ``, before the apostrophes and other punctuation
+  go: ``.`` and ``,`` are then words of their own.
 - ``TextVectorization(split="whitespace")`` calls ``tf.strings.split``, which splits on ASCII
   whitespace only (space, ``\\t \\n \\v \\f \\r``), as ``bytes.split()`` does; ``str.split()``
   would also split on ``\\x1c-\\x1f``, ``\\x85``, no-break and other Unicode spaces.
@@ -61,9 +62,11 @@ _WIDE_CONTROL = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
 _BREAK_TAG = re.compile(rb"<br[\t\n\f\r ]*/?>")
 _PUNCTUATION_TO_SPACE = bytes.maketrans(_PUNCTUATION, b" " * len(_PUNCTUATION))
 # With sentences: a run of sentence-end marks, the spaces between them included (control
-# characters and <br /> are spaces by then), becomes one " . "; "." then survives the punctuation.
+# characters and <br /> are spaces by then), becomes one " . ", then a run of commas one " , ";
+# "." and "," then survive the punctuation.
 _SENTENCE_END_RUN = re.compile(rb"[.!?;:][ .!?;:]*")
-_OTHER_PUNCTUATION = _PUNCTUATION.replace(b".", b"")
+_COMMA_RUN = re.compile(rb",[ ,]*")
+_OTHER_PUNCTUATION = _PUNCTUATION.replace(b".", b"").replace(b",", b"")
 _OTHER_PUNCTUATION_TO_SPACE = bytes.maketrans(_OTHER_PUNCTUATION, b" " * len(_OTHER_PUNCTUATION))
 
 
@@ -76,8 +79,8 @@ def standardize(text: str | bytes, sentences: bool = False) -> bytes:
         b'dont miss it  great '
         >>> standardize("ÉTÉ\\u00a0Σ\\x85x")  # ASCII-only lower-casing; U+0085 is a control
         b'\\xc3\\x89t\\xc3\\x89\\xc2\\xa0\\xce\\xa3 x'
-        >>> standardize("Not bad... at ALL!<br />Great; really", sentences=True)
-        b'not bad . at all . great . really'
+        >>> standardize("Not bad... at ALL!<br />Great,, really", sentences=True)
+        b'not bad . at all . great , really'
     """
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     data = data.translate(_LOWER_AND_CONTROL)
@@ -88,6 +91,7 @@ def standardize(text: str | bytes, sentences: bool = False) -> bytes:
     if not sentences:
         return data.translate(_PUNCTUATION_TO_SPACE, b"'")
     data = _SENTENCE_END_RUN.sub(b" . ", data)
+    data = _COMMA_RUN.sub(b" , ", data)
     return data.translate(_OTHER_PUNCTUATION_TO_SPACE, b"'")
 
 

@@ -3,9 +3,9 @@ contrast (``nbow`` with ``model.negation`` or ``model.contrast``): from token id
 vocabulary built with ``data.sentences`` (:mod:`classifier.config.negation` fixes the ids of the
 sentence end ``.``, the negations and the contrast words).
 
-- A token is **negated** when a negation stands before it in its sentence with no contrast word
-  between them: "it was **not** *bad at all* . great", "**never** *boring* but long". The
-  negation itself, the sentence end and a contrast word are not.
+- A token is **negated** when a negation stands before it in its clause with no contrast word
+  between them: "it was **not** *bad at all* . great", "**never** *boring* , but long". The
+  negation itself, the sentence end, the comma and a contrast word are not.
 - A token stands **before a contrast** when a contrast word follows it in its sentence: "*the
   acting was poor* but the story was good".
 
@@ -13,12 +13,13 @@ Both are running maxima and minima along the review, computed by doubling (``log
 maxima of (B, T) integers: plain ``keras.ops`` that export to LiteRT); the NumPy twin, for
 serving without TensorFlow, is :func:`classifier.serving.explain_parts.scope_of`.
 
-Example (ids 2 ``.``, 3 ``not``, 31 ``but``; 40, 41, 42 other words):
-    >>> negated, before = negation_scope(ops.array([[40, 3, 41, 42, 2, 41, 31, 42]]), 8)
+Example (ids 2 ``.``, 3 ``,``, 4 ``not``, 33 ``but``; 40, 41, 42 other words):
+    >>> ids = ops.array([[40, 4, 41, 42, 3, 41, 2, 41, 3, 33, 42]])
+    >>> negated, before = negation_scope(ids, 11)
     >>> ops.convert_to_numpy(negated).astype(int).tolist()
-    [[0, 0, 1, 1, 0, 0, 0, 0]]
+    [[0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]]
     >>> ops.convert_to_numpy(before).astype(int).tolist()
-    [[0, 0, 0, 0, 0, 1, 0, 0]]
+    [[0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0]]
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def negation_scope(token_ids, length: int):
     negation = ops.logical_and(ids >= where.negations[0], ids < where.negations[1])
     contrast = ops.logical_and(ids >= where.contrasts[0], ids < where.contrasts[1])
     end = ops.equal(ids, where.end)
+    stop = ops.logical_or(ops.logical_or(end, ops.equal(ids, where.comma)), contrast)
     last_negation = _running(ops.where(negation, position, -1), length, True, -1)
-    last_stop = _running(ops.where(ops.logical_or(end, contrast), position, -1), length, True, -1)
+    last_stop = _running(ops.where(stop, position, -1), length, True, -1)
     negated = ops.logical_and(last_negation > last_stop, ops.logical_not(negation))
     next_contrast = _running(ops.where(contrast, position, _FAR), length, False, _FAR)
     after = ops.pad(next_contrast, [[0, 0], [0, 1]], constant_values=_FAR)[:, 1:]

@@ -66,10 +66,10 @@ def scope_of(token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(negated (B, T) bool, before_contrast (B, T) bool)``: the NumPy twin of
     :func:`classifier.layers.negation_scope.negation_scope`.
 
-    Example (ids 2 ``.``, 3 ``not``, 31 ``but``; 40, 41, 42 other words):
-        >>> negated, before = scope_of(np.array([[40, 3, 41, 42, 2, 41, 31, 42]]))
+    Example (ids 2 ``.``, 3 ``,``, 4 ``not``, 33 ``but``; 40, 41, 42 other words):
+        >>> negated, before = scope_of(np.array([[40, 4, 41, 42, 3, 41, 2, 41, 3, 33, 42]]))
         >>> negated.astype(int).tolist(), before.astype(int).tolist()
-        ([[0, 0, 1, 1, 0, 0, 0, 0]], [[0, 0, 0, 0, 0, 1, 0, 0]])
+        ([[0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]], [[0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0]])
     """
     ids, where = np.asarray(token_ids), scope_ids()
     position = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
@@ -77,7 +77,8 @@ def scope_of(token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     contrast = (ids >= where.contrasts[0]) & (ids < where.contrasts[1])
     end = ids == where.end
     last_negation = np.maximum.accumulate(np.where(negation, position, -1), axis=1)
-    last_stop = np.maximum.accumulate(np.where(end | contrast, position, -1), axis=1)
+    stop = end | (ids == where.comma) | contrast
+    last_stop = np.maximum.accumulate(np.where(stop, position, -1), axis=1)
     far = ids.shape[1] + 1
 
     def next_of(flags):  # the first position at or after each where ``flags`` holds

@@ -406,8 +406,8 @@ def test_module_examples_run():
         ),
         (
             ["data.sentences=true", "data.vocab_size=20"],
-            "data.vocab_size must be at least 39 with data.sentences (padding, OOV, the sentence "
-            "end and 35 scope words, one word), got 20",
+            "data.vocab_size must be at least 41 with data.sentences (padding, OOV, 38 "
+            "punctuation and scope words, one word), got 20",
         ),
     ],
 )

@@ -59,7 +59,7 @@ def test_adapt_puts_the_reserved_words_first_then_the_adapted_ones(cfg):
     assert "great" in vocabulary and "not" not in plain.get_vocabulary()  # reserved all the same
     great, awful = vocabulary.index("great"), vocabulary.index("awful")
     ids = vectorizer(tf.constant(TEXTS[:1])).numpy()
-    assert ids.tolist() == [[3, great, 2, 31, awful, 2] + [0] * 18]  # not great . but awful .
+    assert ids.tolist() == [[4, great, 2, 33, awful, 2] + [0] * 18]  # not great . but awful .
     tokenizer = Tokenizer(vocabulary, cfg.sequence_length, cfg.truncate, sentences=True)
     texts = [text.numpy() for text, _ in raw.test] + TEXTS
     np.testing.assert_array_equal(tokenizer.encode(texts), vectorizer(tf.constant(texts)).numpy())
@@ -70,9 +70,9 @@ def test_a_small_vocabulary_keeps_the_reserved_words_and_the_most_frequent_other
     vectorizer = ReviewVectorizer(2 + RESERVED + 2, 8, "head", sentences=True)
     vectorizer.adapt(texts)
     assert vectorizer.get_vocabulary()[2:] == [*reserved_words(), "b", "c"]
-    assert vectorizer(tf.constant(["d b. not"])).numpy()[0, :4].tolist() == [1, 38, 2, 3]
-    with pytest.raises(ValueError, match="vocab_size must be at least 38 with sentences, got 37"):
-        ReviewVectorizer(37, 8, sentences=True)
+    assert vectorizer(tf.constant(["d b. not"])).numpy()[0, :4].tolist() == [1, 40, 2, 4]
+    with pytest.raises(ValueError, match="vocab_size must be at least 40 with sentences, got 39"):
+        ReviewVectorizer(39, 8, sentences=True)
 
 
 def test_config_round_trip_and_a_config_saved_before_sentences():

@@ -135,18 +135,18 @@ def test_long_reviews_keep_the_configured_end(truncate, kept):
     assert ids[1:].tolist() == [[tokenizer.vocabulary.index("e"), 0, 0], [0, 0, 0], [0, 0, 0]]
 
 
-def test_sentence_ends_are_one_dot_each_and_other_punctuation_goes():
-    text = "Not bad... at ALL!<br />Great; really?! Don't: (sigh) <br/><br/>.end"
-    ends = b"not bad . at all . great . really . dont .  sigh    . end"
+def test_sentence_ends_are_one_dot_each_commas_one_comma_and_other_punctuation_goes():
+    text = "Not bad... at ALL!<br />Great; really?! Don't: (sigh) <br/><br/>.end, , so,"
+    ends = b"not bad . at all . great . really . dont .  sigh    . end , so , "
     assert standardize(text, sentences=True) == ends
-    assert standardize(text) == b"not bad    at all  great  really   dont   sigh     end"
-    tokenizer = Tokenizer(vectorizer(16, "head", sentences=True).get_vocabulary(), 16, "head", True)
+    assert standardize(text) == b"not bad    at all  great  really   dont   sigh     end    so "
+    tokenizer = Tokenizer(vectorizer(18, "head", sentences=True).get_vocabulary(), 18, "head", True)
     assert tokenizer.words(text) == [word.decode() for word in ends.split()]
     assert tokenizer.kept_words("a. b! c") == ["a", ".", "b", ".", "c"]
     vocabulary = tokenizer.vocabulary
-    assert vocabulary[2:4] == [".", "not"] and vocabulary.index("dont") == 14
+    assert vocabulary[2:5] == [".", ",", "not"] and vocabulary.index("dont") == 15
     great = vocabulary.index("great")
-    ids = [3, 1, 2, 1, 1, 2, great, 2, 1, 2, 14, 2, 1, 2, 1, 0]
+    ids = [4, 1, 2, 1, 1, 2, great, 2, 1, 2, 15, 2, 1, 2, 1, 3, 1, 3]
     assert tokenizer.encode([text]).tolist() == [ids]
 
 

@@ -17,7 +17,7 @@ from classifier.serving.explain_parts import NgramWeights, scope_of
 from tests.layer_checks import run_layer_test
 
 WHERE = scope_ids()
-END, NOT, BUT = WHERE.end, WHERE.negations[0], WHERE.contrasts[0]
+END, COMMA, NOT, BUT = WHERE.end, WHERE.comma, WHERE.negations[0], WHERE.contrasts[0]
 WORDS = {
     word: 40 + i
     for i, word in enumerate(["the", "film", "was", "bad", "good", "at", "all", "plot"])
@@ -25,15 +25,15 @@ WORDS = {
 
 
 def reading(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The scope read word by word: a negation opens it, an end or a contrast word closes it;
-    and, read backwards, whether a contrast word follows in the sentence."""
+    """The scope read word by word: a negation opens it, an end, a comma or a contrast word
+    closes it; and, read backwards, whether a contrast word follows in the sentence."""
     negation = set(range(*WHERE.negations))
     contrast = set(range(*WHERE.contrasts))
     negated, before = np.zeros(ids.shape, bool), np.zeros(ids.shape, bool)
     for row, review in enumerate(ids.tolist()):
         scope = False
         for t, token in enumerate(review):
-            if token == END or token in contrast:
+            if token in (END, COMMA) or token in contrast:
                 scope = False
             elif token in negation:
                 scope = True
@@ -48,7 +48,7 @@ def reading(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_the_ids_are_those_of_the_reserved_words():
-    assert reserved_words()[WHERE.end - 2] == "."
+    assert reserved_words()[WHERE.end - 2] == "." and reserved_words()[COMMA - 2] == ","
     assert reserved_words()[NOT - 2] == "not" and reserved_words()[BUT - 2] == "but"
     assert WHERE.contrasts[1] - WHERE.contrasts[0] == len(CONTRASTS)
     assert WHERE.negations[1] - WHERE.negations[0] == len(NEGATIONS)
@@ -59,7 +59,7 @@ def test_the_ids_are_those_of_the_reserved_words():
 def test_the_scope_is_a_word_by_word_reading(length):
     rng = np.random.default_rng(length)
     # mostly words, often a negation, an end or a contrast word, padding at the end of some
-    ids = rng.choice([*range(40, 60), END, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
+    ids = rng.choice([*range(40, 60), END, COMMA, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
     ids[1, length // 2 :] = 0
     if length > 3:
         ids[2] = 45
@@ -76,7 +76,7 @@ def test_the_scope_is_a_word_by_word_reading(length):
 
 
 def ids_of(text: str) -> np.ndarray:
-    table = {**WORDS, ".": END, "not": NOT, "but": BUT}
+    table = {**WORDS, ".": END, ",": COMMA, "not": NOT, "but": BUT}
     return np.array([[table[word] for word in text.split()]])
 
 
@@ -105,6 +105,7 @@ def test_a_negated_ngram_counts_minus_itself_and_adds_its_own_feature():
     # once un-negated in the review, "bad" counts as itself
     assert weights_of(layer, "bad . not bad")[bad] == 1.0
     assert weights_of(layer, "not good but bad")[bad] == 1.0
+    assert weights_of(layer, "not good , bad")[bad] == 1.0  # the comma ends the scope
 
 
 def test_ngrams_before_a_contrast_word_count_less():
@@ -113,6 +114,7 @@ def test_ngrams_before_a_contrast_word_count_less():
     assert weights[WORDS["bad"]] == 0.25 and weights[WORDS["good"]] == 1.0
     assert weights[WORDS["the"]] == 1.0  # after "but" too: its first occurrence in this order
     assert weights_of(layer, "bad . but good")[WORDS["bad"]] == 1.0  # another sentence
+    assert weights_of(layer, "bad , but good")[WORDS["bad"]] == 0.25  # the same sentence
 
 
 def test_the_ratios_count_every_feature_a_review_holds():

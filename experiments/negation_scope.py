@@ -124,7 +124,9 @@ def main(specs: list[str]) -> None:
     test, test_labels = load("test")
     suite = list(csv.DictReader(SUITE.open()))
     suite_labels = np.array([row["label"] == "positive" for row in suite], dtype=int)
-    dev = [(t, int(x)) for t, x, _ in treebank.rows(TREES.with_name("dev.txt"), "dev.txt") if x != "2"]
+    dev = [
+        (t, int(x)) for t, x, _ in treebank.rows(TREES.with_name("dev.txt"), "dev.txt") if x != "2"
+    ]
     sst_texts, sst_labels = [t for t, _ in dev], np.array([int(x > 2) for _, x in dev])
     for spec in specs:
         started = time.time()

@@ -57,7 +57,9 @@ _CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
 # A run of sentence-end marks, the spaces between them included, becomes one " . ".
 _SENTENCE_END_RUN = r"[.!?;:][ .!?;:]*"
 _COMMA_RUN = r",[ ,]*"  # then a run of commas, one " , "
-_OTHER_PUNCTUATION = "[" + re.escape(string.punctuation.translate(str.maketrans("", "", "'.,"))) + "]"
+_OTHER_PUNCTUATION = (
+    "[" + re.escape(string.punctuation.translate(str.maketrans("", "", "'.,"))) + "]"
+)
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,15 @@ from classifier.config.schema import load_config
 #: ``load_config(path).config_hash()`` of every shipped config at commit 9267bb6; ``nbow``'s two
 #: since its recipe became batches of 1,024 at Adam 0.03 (2026-11-26: a new recipe, a new hash),
 #: ``nbow_attention``'s since it took the same (later that day), and ``bow``'s since its recipe
-#: took ``train.lazy_adam`` (2026-11-27; without it, it hashes as before: c4df302416a5).
+#: took ``train.lazy_adam`` (2026-11-27; without it, it hashes as before: c4df302416a5);
+#: ``train.yaml``'s since it reads negation (later that day; without it, it hashes as
+#: ``nbow``'s, 6b2d8c9e9024, as the test below checks).
 SHIPPED = {
     "configs/default.yaml": "a78397739452",
     "configs/pretrain-smoke.yaml": "78bdfe612ccd",
     "configs/pretrain.yaml": "1ecbbe5fada3",
     "configs/smoke.yaml": "f86fadf5531d",
-    "configs/train.yaml": "6b2d8c9e9024",
+    "configs/train.yaml": "fa26252deb6c",
     "configs/variants/attention.yaml": "a78397739452",
     "configs/variants/block.yaml": "c340d3c66470",
     "configs/variants/block_pos.yaml": "361ce266af02",
@@ -37,6 +39,11 @@ def test_bows_recipe_before_lazy_adam_hashes_as_it_did():
     assert load_config("configs/variants/bow.yaml", ["train.lazy_adam=false"]).config_hash() == (
         "c4df302416a5"
     )
+
+
+def test_the_shipped_recipe_without_negation_hashes_as_nbow():
+    plain = ["data.sentences=false", "model.negation=0", "model.contrast=1"]
+    assert load_config("configs/train.yaml", plain).config_hash() == "6b2d8c9e9024"
 
 
 def test_a_data_source_changes_the_hash():

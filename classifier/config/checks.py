@@ -133,6 +133,8 @@ def check_negation(d: Any, m: Any) -> None:
             f"data.vocab_size must be at least {reserved + 3} with data.sentences (padding, "
             f"OOV, {reserved} punctuation and scope words, one word), got {d.vocab_size}"
         )
+    if m.negation_words < 0:
+        raise ConfigError(f"model.negation_words must not be negative, got {m.negation_words}")
     if m.negation == 0.0 and m.contrast == 1.0:
         return
     if m.variant not in ("nbow", "nbow_attention"):

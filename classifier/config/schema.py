@@ -129,6 +129,7 @@ class ModelConfig:
     ngram_order: int = 3  # the longest n-gram of variants "nbow" and "nbow_attention" (1 to 3)
     negation: float = 0.0  # nbow: an n-gram in a negation's scope counts -negation times its own
     contrast: float = 1.0  # nbow: the weight of n-grams before "but" in their sentence
+    negation_words: int = 0  # nbow: the most words a negation's scope holds (0: its clause)
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = (
         None  # a pretrained encoder or a trained classifier (models:/, runs:/, path)

@@ -285,6 +285,7 @@ NBOW_KEYS = (
     "model.l2",
     "model.negation",
     "model.contrast",
+    "model.negation_words",
 )
 register(
     Variant(

@@ -114,6 +114,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         negation: how many times minus itself a negated n-gram counts (0: no negation scope).
         contrast: how much an n-gram before a contrast word counts (1: as any other).
         max_length: the longest review (T), which the negation scope needs.
+        negation_words: the most words a negation's scope holds (0: to its clause's end).
     """
 
     scale_name = "ratio"
@@ -128,6 +129,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         negation: float = 0.0,
         contrast: float = 1.0,
         max_length: int = 0,
+        negation_words: int = 0,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -135,6 +137,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         super().__init__(vocab_size, buckets, outputs, l2=l2, **kwargs)
         self.order = order
         self.negation, self.contrast, self.max_length = negation, contrast, max_length
+        self.negation_words = negation_words
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
 
@@ -168,7 +171,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         """(B, F) n-gram features by position, and 0/1 (int64) where a real n-gram's last word
         is negated and where it stands before a contrast word."""
         plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
-        negated, before = negation_scope(token_ids, self.max_length)
+        negated, before = negation_scope(token_ids, self.max_length, self.negation_words)
         if self.negation == 0:
             negated = ops.zeros_like(negated)
         flags = []
@@ -210,4 +213,5 @@ class NaiveBayesNgrams(BagOfNgrams):
             "negation": self.negation,
             "contrast": self.contrast,
             "max_length": self.max_length,
+            "negation_words": self.negation_words,
         }

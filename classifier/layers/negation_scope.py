@@ -48,9 +48,10 @@ def _running(values, length: int, forward: bool, fill: int):
     return values
 
 
-def negation_scope(token_ids, length: int):
+def negation_scope(token_ids, length: int, words: int = 0):
     """``(negated (B, T) bool, before_contrast (B, T) bool)`` of token ids (B, T), T <=
-    ``length`` (what the module's docstring says)."""
+    ``length`` (what the module's docstring says); with ``words`` > 0, a scope holds at most
+    that many words after its negation."""
     ids = ops.cast(token_ids, "int32")
     where = scope_ids()
     position = ops.cumsum(ops.ones_like(ids), axis=1) - 1
@@ -61,6 +62,8 @@ def negation_scope(token_ids, length: int):
     last_negation = _running(ops.where(negation, position, -1), length, True, -1)
     last_stop = _running(ops.where(stop, position, -1), length, True, -1)
     negated = ops.logical_and(last_negation > last_stop, ops.logical_not(negation))
+    if words:
+        negated = ops.logical_and(negated, position - last_negation <= words)
     next_contrast = _running(ops.where(contrast, position, _FAR), length, False, _FAR)
     after = ops.pad(next_contrast, [[0, 0], [0, 1]], constant_values=_FAR)[:, 1:]
     next_end = _running(ops.where(end, position, _FAR), length, False, _FAR)

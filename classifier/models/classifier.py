@@ -185,6 +185,7 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         l2=cfg.l2,
         negation=cfg.negation,
         contrast=cfg.contrast,
+        negation_words=cfg.negation_words,
         max_length=sequence_length if cfg.negation or cfg.contrast != 1 else 0,
         name="bag",
         dtype="float32",

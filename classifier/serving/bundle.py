@@ -170,6 +170,7 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         head_bias=numpy(head.bias),
         negation=float(getattr(bag, "negation", 0.0)),
         contrast=float(getattr(bag, "contrast", 1.0)),
+        negation_words=int(getattr(bag, "negation_words", 0)),
     )
 
 
@@ -188,7 +189,7 @@ def _write_explain_parts(
         weights = ngram_weights_of(classifier)
         described = ["vocab_size", "buckets", "order", "scale_name"]
         if weights.negation or weights.contrast != 1:  # a bag that reads negation
-            described += ["negation", "contrast"]
+            described += ["negation", "contrast", "negation_words"]
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         arrays |= {"head_kernel": weights.head_kernel, "head_bias": weights.head_bias}

@@ -62,7 +62,7 @@ def ngram_features(token_ids: np.ndarray, vocab_size: int, buckets: int, order: 
     return np.concatenate(parts, axis=1)
 
 
-def scope_of(token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def scope_of(token_ids: np.ndarray, words: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(negated (B, T) bool, before_contrast (B, T) bool)``: the NumPy twin of
     :func:`classifier.layers.negation_scope.negation_scope`.
 
@@ -85,7 +85,10 @@ def scope_of(token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.minimum.accumulate(np.where(flags, position, far)[:, ::-1], axis=1)[:, ::-1]
 
     after = np.pad(next_of(contrast), ((0, 0), (0, 1)), constant_values=far)[:, 1:]
-    return (last_negation > last_stop) & ~negation, after < next_of(end)
+    negated = (last_negation > last_stop) & ~negation
+    if words:
+        negated &= position - last_negation <= words
+    return negated, after < next_of(end)
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ class NgramWeights:
         head_kernel, head_bias: the head's (outputs, K) and (K,), the temperature included.
         negation, contrast: how negated n-grams and those before a contrast word count
             (:class:`~classifier.layers.nb_ngrams.NaiveBayesNgrams`; 0 and 1: as any other).
+        negation_words: the most words a negation's scope holds (0: to its clause's end).
     """
 
     vocab_size: int
@@ -113,6 +117,7 @@ class NgramWeights:
     head_bias: np.ndarray
     negation: float = 0.0
     contrast: float = 1.0
+    negation_words: int = 0
 
     def features(self, token_ids: np.ndarray) -> np.ndarray:
         """(B, F) feature ids in order of position (:func:`ngram_features`); with
@@ -151,7 +156,8 @@ class NgramWeights:
 
     def _by_position(self, token_ids: np.ndarray, plain: np.ndarray):
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._by_position`."""
-        negated, before = (flag.astype(np.int64) for flag in scope_of(token_ids))
+        scope = scope_of(token_ids, self.negation_words)
+        negated, before = (flag.astype(np.int64) for flag in scope)
         if self.negation == 0:
             negated = np.zeros_like(negated)
         flags = [
@@ -255,6 +261,7 @@ def load_explain_parts(bundle) -> ExplainParts:
                 scale_name=str(described["scale_name"]),
                 negation=float(described.get("negation", 0.0)),
                 contrast=float(described.get("contrast", 1.0)),
+                negation_words=int(described.get("negation_words", 0)),
                 **loaded,
             )
         if "attention" in entry:

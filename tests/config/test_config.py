@@ -394,6 +394,7 @@ def test_module_examples_run():
     [
         (["model.negation=1.5"], "model.negation must be in [0, 1], got 1.5"),
         (["model.contrast=0"], "model.contrast must be in (0, 1], got 0.0"),
+        (["model.negation_words=-1"], "model.negation_words must not be negative, got -1"),
         (
             ["model.variant=nbow", "model.negation=0.5"],
             "model.negation and model.contrast need the sentence ends and scope words that "

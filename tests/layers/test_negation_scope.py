@@ -24,21 +24,23 @@ WORDS = {
 }
 
 
-def reading(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reading(ids: np.ndarray, words: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The scope read word by word: a negation opens it, an end, a comma or a contrast word
-    closes it; and, read backwards, whether a contrast word follows in the sentence."""
+    closes it (and, with ``words``, the word after that many); and, read backwards, whether a
+    contrast word follows in the sentence."""
     negation = set(range(*WHERE.negations))
     contrast = set(range(*WHERE.contrasts))
     negated, before = np.zeros(ids.shape, bool), np.zeros(ids.shape, bool)
     for row, review in enumerate(ids.tolist()):
-        scope = False
+        scope, since = False, 0
         for t, token in enumerate(review):
+            since += 1
             if token in (END, COMMA) or token in contrast:
                 scope = False
             elif token in negation:
-                scope = True
+                scope, since = True, 0
             else:
-                negated[row, t] = scope
+                negated[row, t] = scope and (not words or since <= words)
         seen = False
         for t in reversed(range(len(review))):
             seen = seen and review[t] != END
@@ -55,8 +57,10 @@ def test_the_ids_are_those_of_the_reserved_words():
     assert len(set(reserved_words())) == len(reserved_words())
 
 
-@pytest.mark.parametrize("length", [1, 2, 7, 64, 2500])
-def test_the_scope_is_a_word_by_word_reading(length):
+@pytest.mark.parametrize(
+    ("length", "words"), [(1, 0), (2, 0), (7, 0), (64, 0), (2500, 0), (64, 1), (64, 4), (2500, 4)]
+)
+def test_the_scope_is_a_word_by_word_reading(length, words):
     rng = np.random.default_rng(length)
     # mostly words, often a negation, an end or a contrast word, padding at the end of some
     ids = rng.choice([*range(40, 60), END, COMMA, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
@@ -64,15 +68,15 @@ def test_the_scope_is_a_word_by_word_reading(length):
     if length > 3:
         ids[2] = 45
         ids[2, 0] = NOT  # a scope that runs to the very end of the longest review
-    negated, before = reading(ids)
-    tf_negated, tf_before = (ops.convert_to_numpy(a) for a in negation_scope(ids, length))
+    negated, before = reading(ids, words)
+    tf_negated, tf_before = (ops.convert_to_numpy(a) for a in negation_scope(ids, length, words))
     np.testing.assert_array_equal(tf_negated, negated)
     np.testing.assert_array_equal(tf_before, before)
-    np_negated, np_before = scope_of(ids)
+    np_negated, np_before = scope_of(ids, words)
     np.testing.assert_array_equal(np_negated, negated)
     np.testing.assert_array_equal(np_before, before)
     if length > 3:
-        assert negated[2, 1:].all()
+        assert negated[2, 1:].all() if not words else negated[2, 1 : words + 1].all()
 
 
 def ids_of(text: str) -> np.ndarray:
@@ -80,10 +84,13 @@ def ids_of(text: str) -> np.ndarray:
     return np.array([[table[word] for word in text.split()]])
 
 
-def bag(negation: float = 1.0, contrast: float = 1.0, buckets: int = 4096) -> NaiveBayesNgrams:
+def bag(
+    negation: float = 1.0, contrast: float = 1.0, buckets: int = 4096, words: int = 0
+) -> NaiveBayesNgrams:
     layer = NaiveBayesNgrams(
-        60, buckets, 2, order=2, negation=negation, contrast=contrast, max_length=16
-    )
+        60, buckets, 2, order=2, negation=negation, contrast=contrast, max_length=16,
+        negation_words=words,
+    )  # fmt: skip
     layer.build((None, None))
     layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
     return layer
@@ -106,6 +113,8 @@ def test_a_negated_ngram_counts_minus_itself_and_adds_its_own_feature():
     assert weights_of(layer, "bad . not bad")[bad] == 1.0
     assert weights_of(layer, "not good but bad")[bad] == 1.0
     assert weights_of(layer, "not good , bad")[bad] == 1.0  # the comma ends the scope
+    assert weights_of(bag(negation=0.5, words=2), "not the film bad")[bad] == 1.0  # 3 words on
+    assert weights_of(bag(negation=0.5, words=3), "not the film bad")[bad] == -0.5
 
 
 def test_ngrams_before_a_contrast_word_count_less():
@@ -124,15 +133,17 @@ def test_the_ratios_count_every_feature_a_review_holds():
     assert counts[1].sum() == len(weights_of(layer, "not bad at all")) and counts[0].sum() == 0
 
 
-def test_the_word_contributions_add_up_with_negation():
+@pytest.mark.parametrize("words", [0, 2])
+def test_the_word_contributions_add_up_with_negation(words):
     rng = np.random.default_rng(0)
-    layer = bag(negation=1.0, contrast=0.25, buckets=97)
+    layer = bag(negation=1.0, contrast=0.25, buckets=97, words=words)
     layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
     layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
     numpy = keras.ops.convert_to_numpy
     twin = NgramWeights(
         60, 97, 2, "ratio", numpy(layer.scale), numpy(layer.kernel), numpy(layer.bias),
         np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=1.0, contrast=0.25,
+        negation_words=words,
     )  # fmt: skip
     ids = ids_of("the film was not bad at all but the plot was bad . good")
     features, values = twin.feature_values(ids)

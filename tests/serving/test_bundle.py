@@ -270,7 +270,7 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
     manifest = json.loads((folder / MANIFEST).read_text())
     assert manifest["explain"]["ngrams"] == {
         "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
-        "negation": 0.5, "contrast": 0.25,
+        "negation": 0.5, "contrast": 0.25, "negation_words": 0,
     }  # fmt: skip
     bundle = load_bundle(folder)
     assert_same_probabilities(model, bundle)

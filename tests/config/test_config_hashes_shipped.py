@@ -18,7 +18,7 @@ SHIPPED = {
     "configs/pretrain-smoke.yaml": "78bdfe612ccd",
     "configs/pretrain.yaml": "1ecbbe5fada3",
     "configs/smoke.yaml": "f86fadf5531d",
-    "configs/train.yaml": "fa26252deb6c",
+    "configs/train.yaml": "1aa624e865b8",
     "configs/variants/attention.yaml": "a78397739452",
     "configs/variants/block.yaml": "c340d3c66470",
     "configs/variants/block_pos.yaml": "361ce266af02",
@@ -42,7 +42,12 @@ def test_bows_recipe_before_lazy_adam_hashes_as_it_did():
 
 
 def test_the_shipped_recipe_without_negation_hashes_as_nbow():
-    plain = ["data.sentences=false", "model.negation=0", "model.contrast=1"]
+    plain = [
+        "data.sentences=false",
+        "model.negation=0",
+        "model.contrast=1",
+        "model.negation_words=0",
+    ]
     assert load_config("configs/train.yaml", plain).config_hash() == "6b2d8c9e9024"
 
 

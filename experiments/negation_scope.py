@@ -139,7 +139,14 @@ def main(specs: list[str]) -> None:
         option = dict(item.split("=") for item in options)
         gamma, contrast = float(option.get("g", 1)), float(option.get("c", 1))
         window = int(option["w"]) if "w" in option else None
-        settings = (mode, gamma, window, contrast, bool(option.get("comma")), int(option.get("n", 0)))
+        settings = (
+            mode,
+            gamma,
+            window,
+            contrast,
+            bool(option.get("comma")),
+            int(option.get("n", 0)),
+        )
         texts, labels = train, train_labels
         if option.get("sst"):  # and SST-2's phrases: every non-neutral phrase of train.txt
             phrases = [(t, int(x)) for t, x, _ in treebank.rows(TREES, "train.txt", True)]
@@ -159,10 +166,17 @@ def main(specs: list[str]) -> None:
             return sp.diags(1 / (np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel()) + 1e-9)) @ m
 
         model = LogisticRegression(C=30, max_iter=2000).fit(scaled(matrix), labels)
-        accuracy = model.score(scaled(features(test, *settings, vocabulary=vocabulary)[0]), test_labels)
-        sst = model.score(scaled(features(sst_texts, *settings, vocabulary=vocabulary)[0]), sst_labels)
+        accuracy = model.score(
+            scaled(features(test, *settings, vocabulary=vocabulary)[0]), test_labels
+        )
+        sst = model.score(
+            scaled(features(sst_texts, *settings, vocabulary=vocabulary)[0]), sst_labels
+        )
         texts = [row["text"] for row in suite]
-        right = model.predict(scaled(features(texts, *settings, vocabulary=vocabulary)[0])) == suite_labels
+        right = (
+            model.predict(scaled(features(texts, *settings, vocabulary=vocabulary)[0]))
+            == suite_labels
+        )
         groups: dict[str, list[bool]] = {}
         for row, ok in zip(suite, right, strict=True):
             groups.setdefault(row["capability"], []).append(bool(ok))

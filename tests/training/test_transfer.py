@@ -95,6 +95,11 @@ def test_a_run_records_where_it_started(source, tmp_path):
             f"data.vocab_size=80 but the model from models:/{SOURCE}@newest has 64 (its "
             "vocabulary and embedding are reused)",
         ),
+        (
+            ["data.sentences=true"],
+            f"data.sentences=true but the model from models:/{SOURCE}@newest was trained with "
+            "false (its vocabulary is reused)",
+        ),
     ],
 )
 def test_sizes_that_cannot_fit_are_one_line(source, tmp_path, overrides, message):

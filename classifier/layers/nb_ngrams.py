@@ -149,11 +149,13 @@ class NaiveBayesNgrams(BagOfNgrams):
     def entries(self, token_ids):
         if not self.reads_scope:
             return super().entries(token_ids)
+        plain, negated, before = self._by_position(token_ids)
+        own = self._own(plain)  # in int64: 31 times a slot can pass int32
         # Keys of int32 (LiteRT divides no int64): below 4 * (1e6 + 1e8), the largest config.
-        plain, negated, before = (ops.cast(a, "int32") for a in self._by_position(token_ids))
+        plain, own, negated, before = (ops.cast(a, "int32") for a in (plain, own, negated, before))
         keys = ops.where(plain > 0, plain * 4 + negated * 2 + before, 0)
         if self.negation > 0:
-            flipped = ops.where(negated > 0, self._own(plain) * 4 + before, 0)
+            flipped = ops.where(negated > 0, own * 4 + before, 0)
             keys = ops.concatenate([keys, flipped], axis=1)
         keys = ops.sort(keys, axis=-1)
         features = ops.cast(keys // 4, "int64")

@@ -180,3 +180,22 @@ def test_the_layer_saves_and_loads(tmp_path):
 def test_negation_needs_the_longest_review():
     with pytest.raises(ValueError, match="max_length"):
         NaiveBayesNgrams(60, 97, 2, negation=1.0)
+
+
+def test_the_largest_config_numbers_the_own_features_as_the_numpy_twin():
+    vocab_size, buckets = 1_000_000, 100_000_000  # the largest the config takes
+    layer = NaiveBayesNgrams(
+        vocab_size, buckets, 2, order=3, negation=1.0, contrast=0.25, max_length=8
+    )
+    ids = np.array([[999_999, NOT, 999_998, 999_997, END, 999_996, BUT, 999_995]])
+    features, weights = (ops.convert_to_numpy(a) for a in layer.entries(ids))
+    twin = NgramWeights(
+        vocab_size, buckets, 3, "ratio", np.ones(1), np.ones((1, 2)), np.zeros(2),
+        np.eye(2), np.zeros(2), negation=1.0, contrast=0.25,
+    )  # fmt: skip
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(layer.features_by_position(ids)), twin.features(ids)
+    )
+    own = set(twin.features(ids)[0, 21:]) - {0}
+    assert own and own <= set(features[0][weights[0] != 0])
+    assert all(vocab_size <= f < vocab_size + buckets for f in own)

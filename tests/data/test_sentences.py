@@ -21,7 +21,7 @@ from classifier.data.pipeline import (
 )
 from classifier.data.tokenizer import Tokenizer
 
-RESERVED = len(reserved_words())  # 36: ids 2 to 37
+RESERVED = len(reserved_words())  # 38: ids 2 to 39
 TEXTS = ["Not great. But awful!", "The film... was dull; the plot: a waste?! <br />Loved it"]
 
 
@@ -30,9 +30,11 @@ def cfg(fixture_overrides):
     return load_config(None, [*fixture_overrides, "data.sentences=true"]).data
 
 
-def test_sentence_ends_become_one_dot_each():
+def test_sentence_ends_become_one_dot_each_and_commas_one_comma():
     out = standardize_sentences(tf.constant(["Not bad... at ALL!<br />Great; really", "a'b:c"]))
     assert out.numpy().tolist() == [b"not bad . at all . great . really", b"ab . c"]
+    commas = standardize_sentences(tf.constant(["Good,, bad , ,ugly,.end"])).numpy()[0]
+    assert commas.split() == [b"good", b",", b"bad", b",", b"ugly", b",", b".", b"end"]
     breaks = standardize_sentences(tf.constant(["End.<br /><br /> ! Start", "x<br>y"]))
     assert [row.split() for row in breaks.numpy().tolist()] == [
         [b"end", b".", b"start"],

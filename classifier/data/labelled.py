@@ -335,7 +335,7 @@ def describe(cfg: DataConfig) -> str:
     for name, part in plan.parts.items():
         lengths = []
         for text, label in plan.examples(name):
-            lengths.append(len(standardize(text).split()))
+            lengths.append(len(standardize(text, cfg.sentences).split()))
             if name == "train":
                 examples.setdefault(label, text)
         p50, p90, p99 = np.percentile(lengths or [0], (50, 90, 99), method="nearest")

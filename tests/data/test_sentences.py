@@ -109,3 +109,18 @@ def test_review_lengths_count_sentence_ends_with_sentences():
     dataset = tf.data.Dataset.from_tensor_slices((["A b. C!", "x"], [1, 0]))
     assert review_lengths(dataset) == ([3, 1], [1, 0])
     assert review_lengths(dataset, sentences=True) == ([5, 1], [1, 0])
+
+
+def test_describe_counts_the_words_a_sentences_model_reads(tmp_path):
+    from classifier.data.labelled import describe
+
+    path = tmp_path / "tiny.csv"
+    rows = ['"Good. Very good, really!",pos', '"Good. Very good, really!",neg'] * 4
+    path.write_text("text,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    settings = [f"data.source={path}", "data.validation_fraction=0.25", "data.test_fraction=0.25"]
+    longest = {}
+    for sentences in ("false", "true"):
+        cfg = load_config(None, [*settings, f"data.sentences={sentences}"]).data
+        train = next(line for line in describe(cfg).splitlines() if line.split()[:1] == ["train"])
+        longest[sentences] = int(train.split()[-1])  # the max column
+    assert longest == {"false": 4, "true": 7}  # good . very good , really .

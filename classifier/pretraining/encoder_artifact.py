@@ -32,6 +32,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 import classifier.layers  # noqa: F401 - registers the custom layers the saved encoder names
+from classifier.config.negation import SENTENCE_END
 from classifier.config.schema import Config, DataConfig
 from classifier.data.pipeline import ReviewVectorizer
 from classifier.errors import ConfigError, ModelError, first_line
@@ -181,6 +182,13 @@ def check_sizes(encoder: PretrainedEncoder, cfg: Config) -> None:
         raise ConfigError(
             f"data.vocab_size={d.vocab_size} but the vocabulary of the encoder from "
             f"{encoder.source} has {len(encoder.vocabulary)} tokens"
+        )
+    # A vocabulary built with data.sentences holds "." (id 2); standardization strips it else.
+    built_with = encoder.vocabulary[2:3] == [SENTENCE_END]
+    if built_with != d.sentences:
+        raise ConfigError(
+            f"data.sentences={str(d.sentences).lower()} but the encoder from {encoder.source} "
+            f"was pretrained with {str(built_with).lower()} (its vocabulary is reused)"
         )
 
 

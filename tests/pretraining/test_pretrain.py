@@ -119,6 +119,7 @@ def test_init_from_copies_the_encoder_weights_exactly(pretrained, fixture_data_d
         ("data.vocab_size=128", f"data.vocab_size=128 but the encoder from {ENCODER} has 64"),
         ("model.position=learned", f"model.position=learned but the encoder from {ENCODER} has sinusoidal"),
         ("data.train_size=100", f"data.train_size=100 but the encoder from {ENCODER} has read the text of the first 120 training reviews: validation reviews among them"),
+        ("data.sentences=true", f"data.sentences=true but the encoder from {ENCODER} was pretrained with false (its vocabulary is reused)"),
     ],
 )  # fmt: skip
 def test_init_from_refuses_other_sizes(pretrained, fixture_data_dir, override, message):

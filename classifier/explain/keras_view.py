@@ -18,12 +18,16 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.config import variants
-from classifier.data.tokenizer import Tokenizer
 from classifier.explain import measures
 from classifier.models.explained import attention_model
 from classifier.serving.bundle import ngram_weights_of
 from classifier.serving.explain_parts import NgramWeights
-from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
+from classifier.serving.keras_engine import (
+    classifier_of,
+    labels_of,
+    tokenizer_twin,
+    vectorizer_of,
+)
 
 
 def ngram_values(classifier: keras.Model, token_ids: np.ndarray):
@@ -74,12 +78,7 @@ class KerasView:
         self.vectorizer = vectorizer_of(model)
         self.classifier = classifier_of(model)
         self.labels = labels_of(model)
-        self.tokenizer = Tokenizer(
-            self.vectorizer.get_vocabulary(),
-            self.vectorizer.sequence_length,
-            self.vectorizer.truncate,
-            sentences=getattr(self.vectorizer, "sentences", False),
-        )
+        self.tokenizer = tokenizer_twin(self.vectorizer)
         self.variant = variants.variant_of_model(self.classifier.name)
         self.explains = self.variant.explains if self.variant is not None else "attention"
 

@@ -41,7 +41,6 @@ import tensorflow as tf
 
 from classifier.config.variants import Variant, variant_of_model
 from classifier.data.pipeline import ReviewVectorizer
-from classifier.data.tokenizer import Tokenizer
 from classifier.errors import ExplainError, ModelError, first_line
 from classifier.models.explained import attention_model
 from classifier.serving.explain_parts import (
@@ -50,7 +49,12 @@ from classifier.serving.explain_parts import (
     NgramWeights,
     load_explain_parts,
 )
-from classifier.serving.keras_engine import classifier_of, labels_of, vectorizer_of
+from classifier.serving.keras_engine import (
+    classifier_of,
+    labels_of,
+    tokenizer_twin,
+    vectorizer_of,
+)
 from classifier.serving.litert_engine import (
     BUNDLE_FORMAT,
     FORMAT_VERSION,
@@ -284,10 +288,7 @@ def _check_standardization(vectorizer: ReviewVectorizer, shown: str) -> None:
     words = " ".join(vocabulary[2:40] + [word.upper() for word in vocabulary[2:10]])
     probes = [*PROBES, words, words + " " + words * (vectorizer.sequence_length // 20 + 1)]
     expected = vectorizer(tf.constant(probes)).numpy()
-    tokenizer = Tokenizer(
-        vocabulary, vectorizer.sequence_length, vectorizer.truncate, vectorizer.sentences
-    )
-    actual = tokenizer.encode(probes)
+    actual = tokenizer_twin(vectorizer).encode(probes)
     if not np.array_equal(expected, actual):
         bad = [probe for probe, e, a in zip(probes, expected, actual, strict=True) if any(e != a)]
         raise ModelError(

@@ -64,13 +64,7 @@ class KerasPredictor:
 
     @functools.cached_property
     def tokenizer(self) -> Tokenizer:
-        vectorizer = self._reading()
-        return Tokenizer(
-            vectorizer.get_vocabulary(),
-            vectorizer.sequence_length,
-            vectorizer.truncate,
-            sentences=getattr(vectorizer, "sentences", False),
-        )
+        return tokenizer_twin(self._reading())
 
     def _reading(self) -> ReviewVectorizer:
         """The vectorizer: how the model reads a review (:func:`vectorizer_of`'s error if none)."""
@@ -206,6 +200,17 @@ class _EndToEnd:
                 for start in range(0, len(texts), batch_size)
             ]
         )
+
+
+def tokenizer_twin(vectorizer: ReviewVectorizer) -> Tokenizer:
+    """The pure-Python :class:`~classifier.data.tokenizer.Tokenizer` that gives ``vectorizer``'s
+    ids: its vocabulary, length, truncated end and standardization."""
+    return Tokenizer(
+        vectorizer.get_vocabulary(),
+        vectorizer.sequence_length,
+        vectorizer.truncate,
+        sentences=vectorizer.sentences,
+    )
 
 
 def vectorizer_of(model: keras.Model) -> ReviewVectorizer:

@@ -150,12 +150,12 @@ class NaiveBayesNgrams(BagOfNgrams):
         if not self.reads_scope:
             return super().entries(token_ids)
         plain, negated, before = self._by_position(token_ids)
-        own = self._own(plain)  # in int64: 31 times a slot can pass int32
         # Keys of int32 (LiteRT divides no int64): below 4 * (1e6 + 1e8), the largest config.
-        plain, own, negated, before = (ops.cast(a, "int32") for a in (plain, own, negated, before))
-        keys = ops.where(plain > 0, plain * 4 + negated * 2 + before, 0)
+        negated32, before32 = ops.cast(negated, "int32"), ops.cast(before, "int32")
+        keys = ops.where(plain > 0, ops.cast(plain, "int32") * 4 + negated32 * 2 + before32, 0)
         if self.negation > 0:
-            flipped = ops.where(negated > 0, own * 4 + before, 0)
+            own = ops.cast(self._own(plain), "int32")  # numbered in int64: 31 x a slot can pass
+            flipped = ops.where(negated > 0, own * 4 + before32, 0)
             keys = ops.concatenate([keys, flipped], axis=1)
         keys = ops.sort(keys, axis=-1)
         features = ops.cast(keys // 4, "int64")

@@ -186,7 +186,7 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         negation=cfg.negation,
         contrast=cfg.contrast,
         negation_words=cfg.negation_words,
-        max_length=sequence_length if cfg.negation or cfg.contrast != 1 else 0,
+        max_length=sequence_length,
         name="bag",
         dtype="float32",
     )

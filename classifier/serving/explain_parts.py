@@ -125,7 +125,7 @@ class NgramWeights:
         plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
         if self.negation == 0:
             return plain
-        _, negated, _ = self._by_position(token_ids, plain)
+        negated, _ = self._by_position(token_ids, plain)
         return np.concatenate([plain, np.where(negated > 0, self._own(plain), 0)], axis=1)
 
     def feature_values(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +136,7 @@ class NgramWeights:
         if self.negation == 0 and self.contrast == 1:
             features, sign, weight = np.sort(plain, axis=-1), 1.0, 1.0
         else:
-            plain, negated, before = self._by_position(token_ids, plain)
+            negated, before = self._by_position(token_ids, plain)
             keys = np.where(plain > 0, plain * 4 + negated * 2 + before, 0)
             if self.negation > 0:
                 own = np.where(negated > 0, self._own(plain) * 4 + before, 0)
@@ -155,7 +155,9 @@ class NgramWeights:
         return features, values / np.maximum(norm, np.float32(1e-12))
 
     def _by_position(self, token_ids: np.ndarray, plain: np.ndarray):
-        """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._by_position`."""
+        """0/1 (int64) where each of ``plain``'s real n-grams (by position) ends on a negated
+        word, and before a contrast word (:meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams.
+        _by_position`'s flags)."""
         scope = scope_of(token_ids, self.negation_words)
         negated, before = (flag.astype(np.int64) for flag in scope)
         if self.negation == 0:
@@ -163,7 +165,7 @@ class NgramWeights:
         flags = [
             np.concatenate([f[:, n:] for n in range(self.order)], axis=1) for f in (negated, before)
         ]
-        return plain, *(np.where(plain > 0, flag, 0) for flag in flags)
+        return tuple(np.where(plain > 0, flag, 0) for flag in flags)
 
     def _own(self, features: np.ndarray) -> np.ndarray:
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._own`."""

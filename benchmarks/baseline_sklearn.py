@@ -30,7 +30,7 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer  # 
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from classifier.config.schema import DataConfig  # noqa: E402
-from classifier.data.source import tfds_load  # noqa: E402
+from classifier.data.imdb import tfds_load  # noqa: E402
 
 
 def reviews(split: str, data_dir: str | None) -> tuple[list[str], list[int]]:

@@ -61,7 +61,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from classifier.config.schema import DataConfig  # noqa: E402
-from classifier.data.source import split_specs, tfds_load  # noqa: E402
+from classifier.data.imdb import split_specs, tfds_load  # noqa: E402
 from classifier.errors import DataNotFoundError, ModelError  # noqa: E402
 from classifier.serving.bundle import write_bundle  # noqa: E402
 from classifier.serving.keras_engine import vectorizer_of  # noqa: E402

@@ -51,7 +51,7 @@ from machine import cpu_model  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 from classifier.config.schema import DataConfig  # noqa: E402
-from classifier.data.source import tfds_load  # noqa: E402
+from classifier.data.imdb import tfds_load  # noqa: E402
 from classifier.serving.registry import pyfunc_signature  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,11 +1,12 @@
-"""The texts: finding and loading the prepared TFDS copy of IMDB (``source``), a user's labelled
-files and class folders read streamed without TensorFlow (``files``), a TFDS data set by name
-read as such a source (``named``), the sentiment treebank's trees as sentences or phrases
-(``treebank``), all planned into splits with their class names (``labelled``), labels mapped
-as read (``relabel``), with a note for labels that differ only in case (``label_case``); the
-train/validation/test splits of either, the vectorizer and the tf.data pipelines
-(``pipeline``) and their batches (``batching``); and the plain-Python tokenizer that serving
-uses without TensorFlow (``tokenizer``).
+"""The texts. The embedded default, IMDB: its prepared TFDS copy found, checked and read
+(``imdb``). A user's labelled texts: what every kind of source is (``sources``), one module a
+kind: table files (``tables``), class folders (``folders``), a TFDS data set by name
+(``named``), the sentiment treebank's trees as sentences or phrases (``treebank``); above
+them, once for all, the checked rows and the one counting pass (``files``), the splits and
+class names (``labelled``), labels mapped as read (``relabel``) and a note for labels that
+differ only in case (``label_case``). Either becomes train/validation/test splits, the
+vectorizer and the tf.data pipelines in ``pipeline``, batched by ``batching``; and the
+plain-Python tokenizer that serving uses without TensorFlow (``tokenizer``).
 
 It may import :mod:`classifier.errors` and :mod:`classifier.config`.
 """

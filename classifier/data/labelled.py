@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from classifier.config.schema import DataConfig
-from classifier.data import files, named
+from classifier.data import files
 from classifier.data.relabel import label_pairs, relabelled
 from classifier.data.tokenizer import standardize
 from classifier.errors import DataError
@@ -164,9 +164,8 @@ def split_files(cfg: DataConfig) -> dict[str, str | None]:
         # {'validation': None, 'test': 'tfds:imdb_reviews:test'}
     """
     given = {"validation": cfg.validation, "test": cfg.test}
-    if named.is_named(cfg.source):  # a TFDS data set's own validation and test splits
-        given = {name: path or named.own_split(cfg.source, name) for name, path in given.items()}
-    return given
+    source = files.open_source(cfg.source)  # a TFDS data set has its own test split
+    return {name: path or source.own_split(name) for name, path in given.items()}
 
 
 def plan_splits(cfg: DataConfig) -> Plan:
@@ -215,16 +214,14 @@ def plan_splits(cfg: DataConfig) -> Plan:
 def _declared(cfg: DataConfig, present: Mapping[str, int]) -> str | None:
     """The class order asked for: ``data.labels``, else ``data.label_map``'s, else a TFDS data
     set's own (where it names at least two of the classes present), else None (sorted)."""
-    if cfg.labels is None and cfg.label_map is not None:
-        mapped = dict.fromkeys(name for _, name in label_pairs(cfg.label_map) or () if name)
-        order = [name for name in mapped if name in present]
-        return ",".join(order) if len(order) >= 2 else None  # one class: class_names says so
-    if cfg.labels is not None or not named.is_named(cfg.source):
+    if cfg.labels is not None:
         return cfg.labels
-    kept = [
-        name for name in named.class_order(cfg.source, cfg.label_field) or [] if name in present
-    ]
-    return ",".join(kept) if len(kept) >= 2 else None
+    if cfg.label_map is not None:
+        order = list(dict.fromkeys(name for _, name in label_pairs(cfg.label_map) or () if name))
+    else:
+        order = files.open_source(cfg.source).class_order(cfg.label_field) or []
+    kept = [name for name in order if name in present]
+    return ",".join(kept) if len(kept) >= 2 else None  # one class: class_names says so
 
 
 def split_assignment(

@@ -23,7 +23,9 @@ import functools
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from classifier.data.sources import Row, Source
 from classifier.errors import DataError, first_line
 
 PREFIX = "tfds:"
@@ -52,6 +54,21 @@ def parse(source: str) -> tuple[str, str]:
     if match is None:
         raise DataError(f"{source}: name a TFDS data set after 'tfds:' (tfds:ag_news_subset)")
     return match["name"], match["split"] or "train"
+
+
+@dataclass(frozen=True)
+class TfdsSource(Source):
+    """A split of a TFDS data set (``format`` ``tfds``): its own validation and test splits
+    and its ``ClassLabel``'s class order come with it."""
+
+    def rows(self, text_field: str, label_field: str) -> Iterator[Row]:
+        return tfds_rows(self.name, text_field, label_field)
+
+    def own_split(self, split: str) -> str | None:
+        return own_split(self.name, split)
+
+    def class_order(self, label_field: str) -> list[str] | None:
+        return class_order(self.name, label_field)
 
 
 def tfds_rows(source: str, text_field: str, label_field: str) -> Iterator[tuple[str, str, str]]:

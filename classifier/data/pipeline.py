@@ -6,8 +6,9 @@ embedded default is IMDB: the TFDS ``train`` split (25,000 reviews) is cut in or
 training and validation reviews (default 15,000 / 10,000, as in the reference experiments),
 the ``test`` split (25,000) is only used for the final evaluation, never for model selection,
 and ``unsupervised`` (50,000 unlabelled reviews) is reachable through :func:`load_unsupervised`.
-A user's labelled file or folder (``data.source``) is planned by :mod:`classifier.data.labelled`
-and streamed from disk. The batches of token ids come from :mod:`classifier.data.batching`.
+Any other source (``data.source``, :mod:`classifier.data.sources`; ``tfds:imdb_reviews`` too) is
+planned by :mod:`classifier.data.labelled` and streamed; the default keeps TFDS's reader and its
+ordered cut, which the shipped results rest on. Batches: :mod:`classifier.data.batching`.
 Reviews are standardized by :func:`standardize_review`, or with ``data.sentences`` by
 :func:`standardize_sentences`, which keeps each sentence's end as a ``.`` token and each comma
 as ``,`` (:mod:`classifier.config.negation`).
@@ -37,8 +38,7 @@ import tensorflow_datasets as tfds
 from classifier.config.negation import CLAUSE_END, FIRST_ID, SENTENCE_END, reserved_words
 from classifier.config.schema import LABELS, DataConfig
 from classifier.data.batching import VECTORIZE_BATCH, cache_file, vectorize
-from classifier.data.labelled import Plan, plan_splits
-from classifier.data.source import (
+from classifier.data.imdb import (
     DATASET,
     check_sizes,
     resolve_data_dir,
@@ -46,6 +46,7 @@ from classifier.data.source import (
     split_specs,
     tfds_load,
 )
+from classifier.data.labelled import Plan, plan_splits
 from classifier.errors import DataNotFoundError
 
 _BREAK_TAG = r"<br\s*/?>"
@@ -372,7 +373,7 @@ def describe(cfg: DataConfig) -> str:
     for name, dataset in (("train", raw.train), ("validation", raw.validation), ("test", raw.test)):
         lengths, labels = review_lengths(dataset, cfg.sentences)
         count, positive = len(labels), sum(labels)
-        pct = _percentiles(lengths, (50, 90, 99))
+        pct = np.percentile(lengths or [0], (50, 90, 99), method="nearest")  # as labelled.describe
         rows.append(
             f"{name:<13}{count:>9,}{count - positive:>10,}{positive:>10,}"
             f"{pct[0]:>11}{pct[1]:>7}{pct[2]:>7}{max(lengths, default=0):>7}"
@@ -393,8 +394,3 @@ def describe(cfg: DataConfig) -> str:
             f"  {example[:400]}{'...' if len(example) > 400 else ''}",
         ]
     )
-
-
-def _percentiles(values: list[int], points: tuple[int, ...]) -> list[int]:
-    ordered = sorted(values) or [0]
-    return [ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] for p in points]

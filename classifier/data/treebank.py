@@ -22,17 +22,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from classifier.data.sources import Source
 from classifier.errors import DataError
 
-SUFFIX = ".txt"
+SUFFIXES = {".txt": "treebank"}
 LABELS = ("0", "1", "2", "3", "4")
 ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
            "\\/": "/", "\\*": "*"}  # fmt: skip
 _TOKENS = re.compile(r"\(|\)|[^\s()]+", re.ASCII)  # a no-break space stays in its word
 _ESCAPED = re.compile("|".join(re.escape(escape) for escape in ESCAPES))
 Row = tuple[str, str, str]  # text, label, where
+Phrases = bool | Sequence[bool]  # none (the sentences), all, or those of the trees marked True
+
+
+@dataclass(frozen=True)
+class Treebank(Source):
+    """A file of the treebank's trees (``format`` ``treebank``): its sentences, or with
+    ``phrases`` its distinct labelled phrases (:func:`rows`)."""
+
+    phrases: Phrases = False
+
+    def rows(self, text_field: str, label_field: str) -> Iterator[Row]:
+        del text_field, label_field  # a tree holds its text and labels
+        return rows(Path(self.path), self.name, self.phrases)
 
 
 def tree_phrases(line: str, name: str, number: int) -> Iterator[tuple[str, str]]:
@@ -77,7 +92,7 @@ def tree_phrases(line: str, name: str, number: int) -> Iterator[tuple[str, str]]
         yield phrase, label
 
 
-def rows(path: Path, name: str, phrases: bool | Sequence[bool] = False) -> Iterator[Row]:
+def rows(path: Path, name: str, phrases: Phrases = False) -> Iterator[Row]:
     """``(text, label, "line N")`` of every tree's root, in file order; with ``phrases`` True,
     of every distinct labelled phrase instead (its first occurrence); with a bool per tree, of
     the distinct phrases of the trees where it is True. Blank lines are skipped."""

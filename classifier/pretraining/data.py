@@ -32,8 +32,8 @@ import tensorflow as tf
 from classifier.config.pretrain import IMDB_UNLABELLED_REVIEWS, START_TOKEN, reserved_tokens
 from classifier.config.schema import Config
 from classifier.data.batching import vectorize
+from classifier.data.imdb import check_sizes, resolve_data_dir, split_sizes, tfds_load
 from classifier.data.pipeline import ReviewVectorizer, build_vectorizer, resumed_seed
-from classifier.data.source import check_sizes, resolve_data_dir, split_sizes, tfds_load
 from classifier.errors import ConfigError
 from classifier.pretraining.masking import mlm_mask, span_batch
 

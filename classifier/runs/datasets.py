@@ -77,7 +77,7 @@ def run_datasets(cfg: DataConfig) -> dict[str, MetaDataset]:
     """The datasets of a training run's splits, by split name: the labelled files it reads
     (one file may give several splits), or the IMDB splits."""
     if cfg.source is None:
-        from classifier.data.source import DATASET, dataset_variant, split_specs  # TFDS: slow
+        from classifier.data.imdb import DATASET, dataset_variant, split_specs  # TFDS: slow
 
         version = dataset_variant()
         return {

@@ -39,7 +39,7 @@ import yaml
 
 from classifier.config.schema import Config
 from classifier.config.variants import used_params
-from classifier.data.source import data_source
+from classifier.data.imdb import data_source
 from classifier.runs.leases import Heartbeat, claimed, drop_heartbeat
 from classifier.runs.outages import watch_mlflow
 from classifier.runs.precision import training_device

@@ -18,6 +18,7 @@ from classifier.config.schema import load_config
 from classifier.data import batching
 from classifier.data import pipeline as data
 from classifier.data.batching import length_buckets
+from classifier.data.imdb import data_source, split_specs
 from classifier.data.pipeline import (
     ReviewVectorizer,
     build_vectorizer,
@@ -27,7 +28,6 @@ from classifier.data.pipeline import (
     make_datasets,
     standardize_review,
 )
-from classifier.data.source import data_source, split_specs
 from classifier.errors import ConfigError, DataNotFoundError
 from tests.conftest import VALIDATION_ONLY_WORD, fixture_data_overrides
 from tests.labelled_helpers import labelled_rows, write_csv

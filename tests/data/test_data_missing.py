@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from classifier.cli.main import cli
 from classifier.config.schema import load_config
+from classifier.data import imdb as imdb_source
 from classifier.data import pipeline as data
-from classifier.data import source as imdb_source
 from classifier.errors import DataNotFoundError
 from tests.conftest import fixture_data_overrides, write_fixture_tfds
 

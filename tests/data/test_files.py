@@ -4,6 +4,7 @@ exact one-line error for each bad input, the class order and the stratified spli
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import subprocess
@@ -18,16 +19,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from classifier.data import files
+from classifier.data import files, tables
 from classifier.data.files import (
     FORMATS,
     Record,
     class_names,
+    open_source,
     records,
     scan,
     source_format,
 )
+from classifier.data.folders import ClassFolders
 from classifier.data.labelled import split_assignment
+from classifier.data.named import TfdsSource
+from classifier.data.sources import Source
+from classifier.data.tables import Table
+from classifier.data.treebank import Treebank
 from classifier.errors import DataError, UserError
 from tests.conftest import ROOT
 
@@ -62,6 +69,47 @@ def test_source_format_by_suffix_and_folder(tmp_path):
         assert source_format(write(tmp_path / f"a{suffix}", "")) == fmt
     assert source_format(tmp_path) == "folder"
     assert set(FORMATS.values()) == {"csv", "tsv", "jsonl", "parquet", "treebank"}
+
+
+def test_each_kind_of_source_is_read_by_its_module(tmp_path):
+    kinds = {
+        write(tmp_path / "a.csv", ""): (Table, "csv"),
+        write(tmp_path / "a.jsonl", ""): (Table, "jsonl"),
+        write(tmp_path / "a.txt", ""): (Treebank, "treebank"),
+        tmp_path: (ClassFolders, "folder"),
+        "tfds:imdb_reviews:test": (TfdsSource, "tfds"),
+    }
+    for path, (kind, fmt) in kinds.items():
+        source = open_source(path)
+        assert (type(source), source.format) == (kind, fmt)
+    assert open_source(tmp_path).name == f"{tmp_path}/"  # messages name a folder with its '/'
+
+
+@dataclasses.dataclass(frozen=True)
+class Listed(Source):
+    """A kind of source made in the test: rows from a tuple."""
+
+    items: tuple = ()
+
+    def rows(self, text_field, label_field):
+        return iter(self.items)
+
+
+def test_a_new_kind_of_source_gets_the_checks_and_counts_above_it():
+    rows = (("good", "pos", "item 1"), ("bad", " neg ", "item 2"), ("fine", "pos", "item 3"))
+    listed = Listed("mem", "mem", "list", rows)
+    assert open_source(listed) is listed
+    assert scan(listed).counts == {"pos": 2, "neg": 1}
+    assert [(r.text, r.label, r.where) for r in records(listed)] == [
+        ("good", "pos", "item 1"), ("bad", "neg", "item 2"), ("fine", "pos", "item 3"),
+    ]  # fmt: skip
+    blank = Listed("mem", "mem", "list", (*rows, (" ", "pos", "item 4"), ("", "neg", "item 5")))
+    assert error_of(scan, blank) == "mem: 2 rows have an empty text, the first at item 4"
+    assert error_of(records, blank) == "mem: item 4 has an empty text"
+    assert (
+        error_of(files.column, listed, "extra")
+        == "mem has no columns; 'extra' names a column of a file"
+    )
 
 
 def test_csv_round_trip_with_quoted_multiline_text(tmp_path):
@@ -295,7 +343,7 @@ def test_unclosed_quote(tmp_path):
 def test_field_longer_than_the_limit(tmp_path, monkeypatch):
     path = write(tmp_path / "r.csv", 'text,label\na,pos\nb,"unclosed\n' + "x" * 80 + "\n")
     before = csv.field_size_limit()
-    monkeypatch.setattr(files, "FIELD_LIMIT", 50)
+    monkeypatch.setattr(tables, "FIELD_LIMIT", 50)
     csv.field_size_limit(50)
     try:
         message = error_of(scan, path)

@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from classifier.config.negation import reserved_words
 from classifier.config.schema import load_config
+from classifier.data.imdb import tfds_load
 from classifier.data.pipeline import ReviewVectorizer, build_vectorizer, load_raw_splits
-from classifier.data.source import tfds_load
 from classifier.data.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.large

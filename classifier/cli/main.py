@@ -25,6 +25,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     data_option,
     exit_130_when_interrupted,
     model_option,
+    recipe_for_data,
     resolve_config,
     resumable_config,
     resume_option,
@@ -106,13 +107,15 @@ def train(
       classify train --config configs/default.yaml
       classify train --config configs/smoke.yaml --set model.variant=mha --set train.epochs=5
       classify train --config configs/smoke.yaml --set model.init_from=models:/imdb-encoder@newest
-      classify train --data reviews.csv --set model.variant=nbow
+      classify train --data reviews.csv --set train.registered_model=mine
       classify train --resume 3f2a9c0d1e6b4a7f8c5d2e1f0a9b8c7d
 
     With --data (data.source) it trains on your labelled texts, with as many classes as their
     labels name; validation and test are data.validation and data.test, or a stratified 10% of
-    the file each (data.validation_fraction, data.test_fraction).
+    the file each (data.validation_fraction, data.test_fraction). Without --config it trains
+    the recipe make train ships (configs/train.yaml), unless --set model.variant picks one.
     """
+    config_path = recipe_for_data(config_path, overrides, source)
     cfg = resumable_config(config_path, overrides, data_dir, resume, source)
     from classifier.training.train import train as run_training
 

@@ -13,6 +13,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -23,6 +24,9 @@ from classifier.config.uris import model_uri
 from classifier.errors import UserError
 
 RUN_ID = re.compile("[0-9a-f]{32}")  # an MLflow run id
+#: What ``make train`` trains and ships, and what ``classify train --data FILE`` trains without
+#: ``--config`` (a checkout's file: ``make install`` installs the package from it).
+SHIPPED_RECIPE = Path(__file__).resolve().parents[2] / "configs" / "train.yaml"
 NOT_A_RUN_ID = "{!r} is not an MLflow run id (32 lowercase hex digits)"
 
 
@@ -198,6 +202,35 @@ def resume_option(command: Callable) -> Callable:
         help="Continue a KILLED or FAILED run from its last checkpoint (uses the run's own "
         "config).",
     )(command)
+
+
+def recipe_for_data(
+    config_path: str | None, overrides: tuple[str, ...], source: str | None
+) -> str | None:
+    """The config of ``classify train --data FILE``: ``config_path`` where given; without it the
+    shipped recipe (:data:`SHIPPED_RECIPE`, said in a note), unless ``--set model.variant=...``
+    picks a variant, which trains on the built-in defaults as on IMDB.
+
+    Example::
+
+        recipe_for_data(None, (), "reviews.csv")  # '/.../configs/train.yaml'
+        recipe_for_data(None, ("model.variant=mha",), "reviews.csv")  # None: the defaults
+    """
+    chosen = any(item.partition("=")[0].strip() == "model.variant" for item in overrides)
+    if config_path is not None or source is None or chosen:
+        return config_path
+    if not SHIPPED_RECIPE.is_file():
+        raise UserError(
+            f"--data without --config trains the shipped recipe, {SHIPPED_RECIPE}, which this "
+            "installation lacks; pass --config (or --set model.variant=...)"
+        )
+    from classifier.cli import terminal
+
+    terminal.err(
+        f"classify: note: training the recipe make train ships ({SHIPPED_RECIPE.parent.name}/"
+        f"{SHIPPED_RECIPE.name}); --config or --set model.variant=... chooses another"
+    )
+    return str(SHIPPED_RECIPE)
 
 
 def resumable_config(

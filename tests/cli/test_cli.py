@@ -322,3 +322,31 @@ def test_every_option_names_its_value_in_words():
         for line in options:
             assert not re.search(r"\b(FLOAT|INTEGER|RANGE|TEXT|BOOLEAN)\b", line), (name, line)
         assert command.params, name
+
+
+def test_train_on_a_file_without_a_config_trains_the_shipped_recipe(store, tmp_path, monkeypatch):
+    """``classify train --data FILE`` trains what ``make train`` ships (configs/train.yaml);
+    ``--set model.variant=...`` still picks a variant on the built-in defaults."""
+    from classifier.config.schema import load_config
+    from tests.labelled_helpers import labelled_rows, write_csv
+
+    trained = []
+    monkeypatch.setattr("classifier.training.train.train", lambda cfg, **_: trained.append(cfg))
+    path = write_csv(tmp_path / "reviews.csv", labelled_rows(60))
+    result = run("train", "--data", str(path), "--set", "train.registered_model=mine")
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "classify: note: training the recipe make train ships (configs/train.yaml); --config or "
+        "--set model.variant=... chooses another\n"
+    )
+    shipped = load_config(
+        ROOT / "configs" / "train.yaml", ["train.registered_model=mine", f"data.source={path}"]
+    )
+    assert trained == [shipped]
+    assert (shipped.model.variant, shipped.model.negation, shipped.data.sentences) == (
+        "nbow", 1.0, True,
+    )  # fmt: skip
+
+    result = run("train", "--data", str(path), "--set", "model.variant=mha")
+    assert result.exit_code == 0 and result.output == "", result.output
+    assert trained[1] == load_config(None, ["model.variant=mha", f"data.source={path}"])

@@ -16,13 +16,6 @@ import pytest
 from classifier.cli.startup import freeze_collected, import_tensorflow
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-#: TensorFlow's thread pools of one thread, here and in every process a test starts (TensorFlow
-#: reads these variables): ``make test`` runs three workers on two cores, and pools of a thread
-#: per core each only contend. The tests' models are small: test_train.py alone took 76 and 81 s
-#: on one thread against 82 and 98 s on the default pools, alternated (AMD EPYC, 2 cores).
-TEST_THREADS = "1"
-for _pool in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
-    os.environ.setdefault(_pool, TEST_THREADS)
 
 
 #: ``make check`` sets it: the edit loop's tier. Tests marked ``large`` or ``slow`` are left out
@@ -32,12 +25,12 @@ CHECK_TIER = os.environ.get("CLASSIFY_TESTS") == "check"
 
 
 def pytest_collectstart(collector) -> None:
-    """TensorFlow imported as `classify` imports it, on :data:`TEST_THREADS` threads
-    (classifier.cli.startup.import_tensorflow: freed memory kept, no start-up lines on stderr, which a run without workers would show, no
+    """TensorFlow imported as `classify` imports it (classifier.cli.startup.import_tensorflow:
+    freed memory kept, no start-up lines on stderr, which a run without workers would show, no
     Grappler graph rewrites on a CPU), then Python's collector off while the test modules
     import Keras and MLflow (in each process that collects: the workers, not xdist's
     controller)..."""
-    import_tensorflow(threads=int(os.environ["TF_NUM_INTRAOP_THREADS"]))
+    import_tensorflow()
     gc.disable()
 
 

@@ -115,8 +115,13 @@ def train(
     the file each (data.validation_fraction, data.test_fraction). Without --config it trains
     the recipe make train ships (configs/train.yaml), unless --set model.variant picks one.
     """
-    config_path = recipe_for_data(config_path, overrides, source)
-    cfg = resumable_config(config_path, overrides, data_dir, resume, source)
+    recipe = recipe_for_data(config_path, overrides, source)
+    cfg = resumable_config(recipe, overrides, data_dir, resume, source)
+    if recipe != config_path:  # said once the config and the data are known to be good
+        terminal.err(
+            "classify: note: training the recipe make train ships (configs/train.yaml); "
+            "--config or --set model.variant=... chooses another"
+        )
     from classifier.training.train import train as run_training
 
     exit_130_when_interrupted(lambda: run_training(cfg, resume=resume, echo=terminal.Progress()))

@@ -208,8 +208,8 @@ def recipe_for_data(
     config_path: str | None, overrides: tuple[str, ...], source: str | None
 ) -> str | None:
     """The config of ``classify train --data FILE``: ``config_path`` where given; without it the
-    shipped recipe (:data:`SHIPPED_RECIPE`, said in a note), unless ``--set model.variant=...``
-    picks a variant, which trains on the built-in defaults as on IMDB.
+    shipped recipe (:data:`SHIPPED_RECIPE`), unless ``--set model.variant=...`` picks a variant,
+    which trains on the built-in defaults as on IMDB.
 
     Example::
 
@@ -224,12 +224,6 @@ def recipe_for_data(
             f"--data without --config trains the shipped recipe, {SHIPPED_RECIPE}, which this "
             "installation lacks; pass --config (or --set model.variant=...)"
         )
-    from classifier.cli import terminal
-
-    terminal.err(
-        f"classify: note: training the recipe make train ships ({SHIPPED_RECIPE.parent.name}/"
-        f"{SHIPPED_RECIPE.name}); --config or --set model.variant=... chooses another"
-    )
     return str(SHIPPED_RECIPE)
 
 

@@ -1,7 +1,6 @@
-"""The behaviour suite scored at the end of a two-class run: predicted through the test split's
-path (token ids, batches by length, the calibrated head) in the suite's own order, as the saved
-end-to-end model predicts it, and logged as ``behaviour_*`` metrics that `classify compare`
-reads."""
+"""The behaviour suite scored at the end of a two-class run: predicted from token ids by the
+calibrated head in the suite's own order, as the saved end-to-end model predicts it, and logged
+as ``behaviour_*`` metrics that `classify compare` reads."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ Row = tuple[str, str, str]  # text, label, where
 Phrases = bool | Sequence[bool]  # none (the sentences), all, or those of the trees marked True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # phrases may be an array: compared and hashed by identity
 class Treebank(Source):
     """A file of the treebank's trees (``format`` ``treebank``): its sentences, or with
     ``phrases`` its distinct labelled phrases (:func:`rows`)."""

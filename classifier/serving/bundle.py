@@ -192,7 +192,7 @@ def _write_explain_parts(
     if variant.explains != "attention":
         weights = ngram_weights_of(classifier)
         described = ["vocab_size", "buckets", "order", "scale_name"]
-        if weights.negation or weights.contrast != 1:  # a bag that reads negation
+        if weights.reads_scope:  # a bag that reads negation or contrast
             described += ["negation", "contrast", "negation_words"]
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}

@@ -119,6 +119,11 @@ class NgramWeights:
     contrast: float = 1.0
     negation_words: int = 0
 
+    @property
+    def reads_scope(self) -> bool:
+        """As :attr:`classifier.layers.nb_ngrams.NaiveBayesNgrams.reads_scope`."""
+        return self.negation > 0 or self.contrast != 1
+
     def features(self, token_ids: np.ndarray) -> np.ndarray:
         """(B, F) feature ids in order of position (:func:`ngram_features`); with
         ``negation``, then each negated n-gram's own feature (0 elsewhere)."""
@@ -133,7 +138,7 @@ class NgramWeights:
         their normalised scaled values, 0 for repeats and padding (the twin of
         :meth:`classifier.layers.ngrams.BagOfNgrams.feature_values`, in float32 as it is)."""
         plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
-        if self.negation == 0 and self.contrast == 1:
+        if not self.reads_scope:
             features, sign, weight = np.sort(plain, axis=-1), 1.0, 1.0
         else:
             negated, before = self._by_position(token_ids, plain)

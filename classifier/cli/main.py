@@ -17,6 +17,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     NOT_A_RUN_ID,
     PROBABILITY,
     RUN_ID,
+    SHIPPED_RECIPE,
     ClassifyGroup,
     FiniteRange,
     batch_size_option,
@@ -118,8 +119,9 @@ def train(
     recipe = recipe_for_data(config_path, overrides, source)
     cfg = resumable_config(recipe, overrides, data_dir, resume, source)
     if recipe != config_path:  # said once the config and the data are known to be good
+        shown = f"{SHIPPED_RECIPE.parent.name}/{SHIPPED_RECIPE.name}"
         terminal.err(
-            "classify: note: training the recipe make train ships (configs/train.yaml); "
+            f"classify: note: training the recipe make train ships ({shown}); "
             "--config or --set model.variant=... chooses another"
         )
     from classifier.training.train import train as run_training

@@ -1,5 +1,6 @@
 """Metrics of a classifier from labels and class probabilities: loss, accuracy, F1 and ROC-AUC
-(scikit-learn's); the expected calibration error and temperature scaling (ours, in NumPy).
+(scikit-learn's); the expected calibration error and temperature scaling (ours, in NumPy; the roots
+of their slopes by SciPy).
 
 Two classes come as P(positive) (or log-odds), shape (N,); K classes as one row of class
 probabilities (or logits) per example, shape (N, K).
@@ -200,7 +201,8 @@ def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
     """The temperature T in [0.1, 1100] that minimises the cross-entropy of
     ``sigmoid(log_odds / T)``.
 
-    The loss is convex in 1/T, so a golden-section search over log(1/T) in [-7, ln 10] finds it.
+    The loss is convex in 1/T, so its slope in 1/T, ``mean((sigmoid(d / T) - y) * d)``, has
+    one root in log(1/T) in [-7, ln 10] (or the loss is least at an end).
     Dividing by T > 0 keeps every log-odds' sign: no predicted label changes. T > 1 softens an
     over-confident model, T < 1 sharpens an under-confident one (a strongly regularised
     logistic regression); T is never below 0.1, because on reviews that a model separates
@@ -218,12 +220,12 @@ def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
         0.1
     """
     d = np.asarray(log_odds, dtype=np.float64)
-    y = _signs(labels)
+    y = (np.asarray(labels) > 0).astype(np.float64)
 
-    def loss(log_inverse: float) -> float:
-        return _log_loss(y, d * np.exp(log_inverse))
+    def slope(log_inverse: float) -> float:
+        return float(np.mean((sigmoid(d * np.exp(log_inverse)) - y) * d))
 
-    return float(np.exp(-_golden_minimum(loss, *LOG_INVERSE_T)))
+    return float(np.exp(-_root(slope, *LOG_INVERSE_T)))
 
 
 def fit_temperature_multiclass(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -239,12 +241,13 @@ def fit_temperature_multiclass(logits: np.ndarray, labels: np.ndarray) -> float:
         3
     """
     z = np.asarray(logits, dtype=np.float64)
-    y = np.asarray(labels).astype(int)
+    true = z[np.arange(len(z)), np.asarray(labels).astype(int)]
 
-    def loss(log_inverse: float) -> float:
-        return multiclass_cross_entropy(z * np.exp(log_inverse), y)
+    def slope(log_inverse: float) -> float:  # of the cross-entropy in 1/T
+        expected = np.sum(softmax(z * np.exp(log_inverse)) * z, axis=-1)
+        return float(np.mean(expected - true))
 
-    return float(np.exp(-_golden_minimum(loss, *LOG_INVERSE_T)))
+    return float(np.exp(-_root(slope, *LOG_INVERSE_T)))
 
 
 def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -255,8 +258,9 @@ def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tupl
     Where T only scales a model's confidence, b moves its decision threshold: a model that says
     positive too rarely (mean P(positive) below the share of positive reviews) gets b > 0, and
     the reviews whose log-odds lie between 0 and -b * T change label. The loss is jointly convex
-    in (1/T, b), so a golden-section search over log(1/T) of the best b for each (found by a
-    golden-section search too) finds it.
+    in (1/T, b): for each T the best b is where the mean P(positive) is the share of positive
+    reviews, and the loss at that b is convex in 1/T, so the root of its slope in log(1/T) finds
+    T as in :func:`fit_temperature`.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -267,16 +271,18 @@ def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tupl
         (3, 0.5)
     """
     d = np.asarray(log_odds, dtype=np.float64)
-    y = _signs(labels)
+    y = (np.asarray(labels) > 0).astype(np.float64)
+    share = float(np.mean(y))
 
     def best_offset(log_inverse: float) -> float:
         scaled = d * np.exp(log_inverse)
-        return _golden_minimum(lambda b: _log_loss(y, scaled + b), *OFFSET, steps=60)
+        return _root(lambda b: float(np.mean(sigmoid(scaled + b))) - share, *OFFSET)
 
-    def loss(log_inverse: float) -> float:
-        return _log_loss(y, d * np.exp(log_inverse) + best_offset(log_inverse))
+    def slope(log_inverse: float) -> float:  # in 1/T, at the best b (whose own slope is 0)
+        p = sigmoid(d * np.exp(log_inverse) + best_offset(log_inverse))
+        return float(np.mean((p - y) * d))
 
-    log_inverse = _golden_minimum(loss, *LOG_INVERSE_T, steps=60)
+    log_inverse = _root(slope, *LOG_INVERSE_T)
     return float(np.exp(-log_inverse)), float(best_offset(log_inverse))
 
 
@@ -306,15 +312,13 @@ def match_temperature_and_offset(
 
     def offset_for(log_inverse: float) -> float:
         scaled = d * np.exp(log_inverse)
-        return _golden_minimum(
-            lambda b: (np.mean(sigmoid(scaled + b)) - target_mean) ** 2, *OFFSET, steps=80
-        )
+        return _root(lambda b: np.mean(sigmoid(scaled + b)) - target_mean, *OFFSET)
 
     def entropy_gap(log_inverse: float) -> float:
         calibrated = d * np.exp(log_inverse) + offset_for(log_inverse)
-        return (mean_entropy(calibrated) - target_entropy) ** 2
+        return mean_entropy(calibrated) - target_entropy
 
-    log_inverse = _golden_minimum(entropy_gap, *LOG_INVERSE_T, steps=80)
+    log_inverse = _root(entropy_gap, *LOG_INVERSE_T)
     return float(np.exp(-log_inverse)), float(offset_for(log_inverse))
 
 
@@ -384,13 +388,13 @@ def _log_loss(signs: np.ndarray, log_odds: np.ndarray) -> float:
     return float(np.mean(np.logaddexp(0.0, -signs * log_odds)))
 
 
-def _golden_minimum(loss, low: float, high: float, steps: int = 100) -> float:
-    """The minimum of a unimodal ``loss`` on [low, high], by golden-section search."""
-    golden = (np.sqrt(5) - 1) / 2
-    for _ in range(steps):
-        a, b = high - golden * (high - low), low + golden * (high - low)
-        if loss(a) < loss(b):
-            high = b
-        else:
-            low = a
-    return (low + high) / 2
+def _root(gap, low: float, high: float) -> float:
+    """Where the increasing or decreasing ``gap`` is 0 on [low, high] (SciPy's Brent root
+    finder, to 1e-12), or the end where it is closest to 0 when it keeps one sign there: for
+    the slope of a convex loss, where the loss is least."""
+    from scipy.optimize import brentq  # SciPy comes with scikit-learn
+
+    at_low, at_high = gap(low), gap(high)
+    if at_low * at_high > 0:
+        return low if abs(at_low) < abs(at_high) else high
+    return float(brentq(gap, low, high, xtol=1e-12))

@@ -49,9 +49,9 @@ def test_first_review_is_the_public_one(raw):
 def test_train_and_validation_are_disjoint_and_stable(cfg):
     def ids():
         splits = load_raw_splits(cfg, with_ids=True)
-        return (
-            [e["tfds_id"].numpy() for e in splits.train],
-            [e["tfds_id"].numpy() for e in splits.validation],
+        return tuple(
+            [tfds_id for batch in split.batch(4096) for tfds_id in batch["tfds_id"].numpy()]
+            for split in (splits.train, splits.validation)
         )
 
     train, validation = ids()

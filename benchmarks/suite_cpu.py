@@ -110,6 +110,8 @@ def pytest_runtest_protocol(item, nextitem):
     _tests.append(
         {
             "id": item.nodeid,
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "started": time.time() - (time.perf_counter() - start),
             "own": own_after - own,
             "waited": waited_after - waited,
             "wall": time.perf_counter() - start,

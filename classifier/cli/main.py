@@ -26,6 +26,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     data_option,
     exit_130_when_interrupted,
     model_option,
+    named_for_data,
     recipe_for_data,
     resolve_config,
     resumable_config,
@@ -114,7 +115,9 @@ def train(
     With --data (data.source) it trains on your labelled texts, with as many classes as their
     labels name; validation and test are data.validation and data.test, or a stratified 10% of
     the file each (data.validation_fraction, data.test_fraction). Without --config it trains
-    the recipe make train ships (configs/train.yaml), unless --set model.variant picks one.
+    the recipe make train ships (configs/train.yaml), unless --set model.variant picks one;
+    without a name of its own the model is registered under the data's (reviews.csv:
+    reviews-classifier), never as IMDB's imdb-sentiment, which classify predict serves.
     """
     recipe = recipe_for_data(config_path, overrides, source)
     cfg = resumable_config(recipe, overrides, data_dir, resume, source)
@@ -123,6 +126,11 @@ def train(
         terminal.err(
             f"classify: note: training the recipe make train ships ({shown}); "
             "--config or --set model.variant=... chooses another"
+        )
+    if cfg is not None and source and (name := named_for_data(cfg, overrides, source)):
+        terminal.err(
+            f"classify: note: registering the model as {name}, not as IMDB's model; "
+            f"classify predict --model models:/{name}@newest uses it"
         )
     from classifier.training.train import train as run_training
 

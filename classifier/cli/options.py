@@ -227,6 +227,39 @@ def recipe_for_data(
     return str(SHIPPED_RECIPE)
 
 
+def named_for_data(cfg: Config, overrides: tuple[str, ...], source: str) -> str | None:
+    """Give a run of ``classify train --data SOURCE`` a registered name of its own when
+    ``train.registered_model`` is left at IMDB's (``imdb-sentiment``, which ``classify predict``
+    serves by default): :func:`model_name_for_data`. Returns the name given, or None."""
+    from classifier.config.schema import TrainConfig
+
+    named = any(item.partition("=")[0].strip() == "train.registered_model" for item in overrides)
+    if named or cfg.train.registered_model != TrainConfig().registered_model:
+        return None
+    cfg.train.registered_model = model_name_for_data(source)
+    return cfg.train.registered_model
+
+
+def model_name_for_data(source: str) -> str:
+    """The registered name of a model trained on ``source`` when none is set: the file's or
+    folder's name (a TFDS data set's), and ``-classifier``.
+
+    Example:
+        >>> model_name_for_data("data/reviews.csv"), model_name_for_data("tfds:ag_news_subset")
+        ('reviews-classifier', 'ag_news_subset-classifier')
+        >>> model_name_for_data("my reviews/")  # a folder of class folders
+        'my-reviews-classifier'
+    """
+    from classifier.data.named import is_named
+
+    if is_named(source):
+        name = source.split(":")[1]
+    else:
+        path = Path(source.rstrip("/"))
+        name = path.stem if path.suffix else path.name
+    return (re.sub(r"[\s/:?]+", "-", name).strip("-.") or "data") + "-classifier"
+
+
 def resumable_config(
     config_path: str | None,
     overrides: tuple[str, ...],

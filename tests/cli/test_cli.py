@@ -348,5 +348,33 @@ def test_train_on_a_file_without_a_config_trains_the_shipped_recipe(store, tmp_p
     )  # fmt: skip
 
     result = run("train", "--data", str(path), "--set", "model.variant=mha")
+    assert result.exit_code == 0, result.output
+    assert trained[1] == load_config(
+        None,
+        ["model.variant=mha", f"data.source={path}", "train.registered_model=reviews-classifier"],
+    )
+
+
+def test_a_file_trained_without_a_name_registers_under_its_own(store, tmp_path, monkeypatch):
+    """Left at IMDB's name, a model of your file would become what ``classify predict`` serves
+    for IMDB: it is registered under the file's name instead, and the note says how to use it."""
+    from tests.labelled_helpers import labelled_rows, write_csv
+
+    trained = []
+    monkeypatch.setattr("classifier.training.train.train", lambda cfg, **_: trained.append(cfg))
+    path = write_csv(tmp_path / "my reviews.csv", labelled_rows(60))
+    result = run("train", "--data", str(path), "--config", "configs/variants/attention.yaml")
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "classify: note: registering the model as my-reviews-classifier, not as IMDB's model; "
+        "classify predict --model models:/my-reviews-classifier@newest uses it\n"
+    )
+    assert trained[0].train.registered_model == "my-reviews-classifier"
+    # A name given, or a config's own (smoke.yaml's imdb-sentiment-smoke), is kept.
+    for named in ("train.registered_model=imdb-sentiment", "train.registered_model=mine"):
+        result = run("train", "--data", str(path), "--set", named)
+        assert trained[-1].train.registered_model == named.split("=")[1], result.output
+        assert "registering" not in result.output
+    result = run("train", "--data", str(path), "--config", "configs/smoke.yaml")
     assert result.exit_code == 0 and result.output == "", result.output
-    assert trained[1] == load_config(None, ["model.variant=mha", f"data.source={path}"])
+    assert trained[-1].train.registered_model == "imdb-sentiment-smoke"

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,21 +44,13 @@ def main() -> None:
     suite_labels = np.array([row["label"] == "positive" for row in suite], dtype=int)
     dev_rows = treebank.rows(probe.TREES.with_name("dev.txt"), "dev.txt")
     dev = [(text, int(label)) for text, label, _ in dev_rows if label != "2"]
-    matrix, vocabulary = probe.features(train, *SETTINGS)
-    kept = np.flatnonzero(np.asarray((abs(matrix) > 0).sum(0)).ravel() >= 2)
-    renumber = {old: new for new, old in enumerate(kept)}
-    vocabulary = {gram: renumber[i] for gram, i in vocabulary.items() if i in renumber}
-    matrix = matrix[:, kept]
-    p = 1 + np.asarray(abs(matrix[labels == 1]).sum(0)).ravel()
-    q = 1 + np.asarray(abs(matrix[labels == 0]).sum(0)).ravel()
-    ratios = np.log((p / p.sum()) / (q / q.sum()))
+    matrix, vocabulary, ratios = probe.nb_features(train, labels, SETTINGS)
 
     def scaled(texts_or_matrix):
         m = texts_or_matrix
         if isinstance(m, list):
             m = probe.features(m, *SETTINGS, vocabulary=vocabulary)[0]
-        m = m @ sp.diags(ratios)
-        return sp.diags(1 / (np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel()) + 1e-9)) @ m
+        return probe.nb_scaled(m, ratios)
 
     features = scaled(matrix)
     converged = LogisticRegression(C=30, max_iter=2000).fit(features, labels)

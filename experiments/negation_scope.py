@@ -117,6 +117,25 @@ def features(texts, mode, gamma, window, contrast, comma, most=0, vocabulary=Non
     return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary))), vocabulary
 
 
+def nb_features(texts, labels, settings):
+    """The training texts' features (n-grams seen in at least 2 of them), their vocabulary and
+    NB log-count ratios: ``(matrix, vocabulary, ratios)``."""
+    matrix, vocabulary = features(texts, *settings)
+    kept = np.flatnonzero(np.asarray((abs(matrix) > 0).sum(0)).ravel() >= 2)
+    renumber = {old: new for new, old in enumerate(kept)}
+    vocabulary = {g: renumber[i] for g, i in vocabulary.items() if i in renumber}
+    matrix = matrix[:, kept]
+    p = 1 + np.asarray(abs(matrix[labels == 1]).sum(0)).ravel()
+    q = 1 + np.asarray(abs(matrix[labels == 0]).sum(0)).ravel()
+    return matrix, vocabulary, np.log((p / p.sum()) / (q / q.sum()))
+
+
+def nb_scaled(matrix, ratios):
+    """Features times their ratios, each row L2-normalised (NBSVM's input)."""
+    m = matrix @ sp.diags(ratios)
+    return sp.diags(1 / (np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel()) + 1e-9)) @ m
+
+
 def batched_model(solver: str, epochs: int, rate: float):
     """Logistic regression trained as ``nbow`` is (``adam``: Adam at ``rate`` 0.03) or by SGD
     with Nesterov momentum 0.9 (``sgd``), in batches of 1,024 for ``epochs`` epochs, with the L2
@@ -176,18 +195,10 @@ def main(specs: list[str]) -> None:
             phrases = [(t, int(x)) for t, x, _ in treebank.rows(TREES, "train.txt", True)]
             texts = texts + [t for t, x in phrases if x != 2]
             labels = np.concatenate([labels, [int(x > 2) for _, x in phrases if x != 2]])
-        matrix, vocabulary = features(texts, *settings)
-        kept = np.flatnonzero(np.asarray((abs(matrix) > 0).sum(0)).ravel() >= 2)
-        renumber = {old: new for new, old in enumerate(kept)}
-        vocabulary = {g: renumber[i] for g, i in vocabulary.items() if i in renumber}
-        matrix = matrix[:, kept]
-        p = 1 + np.asarray(abs(matrix[labels == 1]).sum(0)).ravel()
-        q = 1 + np.asarray(abs(matrix[labels == 0]).sum(0)).ravel()
-        ratios = sp.diags(np.log((p / p.sum()) / (q / q.sum())))
+        matrix, vocabulary, ratios = nb_features(texts, labels, settings)
 
         def scaled(m, ratios=ratios):
-            m = m @ ratios
-            return sp.diags(1 / (np.sqrt(np.asarray(m.multiply(m).sum(1)).ravel()) + 1e-9)) @ m
+            return nb_scaled(m, ratios)
 
         if option.get("opt") in ("adam", "sgd"):  # nbow's way of training, or plain SGD
             rate = float(option.get("lr", 0.03))

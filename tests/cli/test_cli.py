@@ -324,14 +324,23 @@ def test_every_option_names_its_value_in_words():
         assert command.params, name
 
 
-def test_train_on_a_file_without_a_config_trains_the_shipped_recipe(store, tmp_path, monkeypatch):
+@pytest.fixture
+def trained_configs(monkeypatch) -> list:
+    """The configs ``classify train`` would train, collected instead of trained."""
+    trained: list = []
+    monkeypatch.setattr("classifier.training.train.train", lambda cfg, **_: trained.append(cfg))
+    return trained
+
+
+def test_train_on_a_file_without_a_config_trains_the_shipped_recipe(
+    store, tmp_path, trained_configs
+):
     """``classify train --data FILE`` trains what ``make train`` ships (configs/train.yaml);
     ``--set model.variant=...`` still picks a variant on the built-in defaults."""
     from classifier.config.schema import load_config
     from tests.labelled_helpers import labelled_rows, write_csv
 
-    trained = []
-    monkeypatch.setattr("classifier.training.train.train", lambda cfg, **_: trained.append(cfg))
+    trained = trained_configs
     path = write_csv(tmp_path / "reviews.csv", labelled_rows(60))
     result = run("train", "--data", str(path), "--set", "train.registered_model=mine")
     assert result.exit_code == 0, result.output
@@ -355,13 +364,12 @@ def test_train_on_a_file_without_a_config_trains_the_shipped_recipe(store, tmp_p
     )
 
 
-def test_a_file_trained_without_a_name_registers_under_its_own(store, tmp_path, monkeypatch):
+def test_a_file_trained_without_a_name_registers_under_its_own(store, tmp_path, trained_configs):
     """Left at IMDB's name, a model of your file would become what ``classify predict`` serves
     for IMDB: it is registered under the file's name instead, and the note says how to use it."""
     from tests.labelled_helpers import labelled_rows, write_csv
 
-    trained = []
-    monkeypatch.setattr("classifier.training.train.train", lambda cfg, **_: trained.append(cfg))
+    trained = trained_configs
     path = write_csv(tmp_path / "my reviews.csv", labelled_rows(60))
     result = run("train", "--data", str(path), "--config", "configs/variants/attention.yaml")
     assert result.exit_code == 0, result.output

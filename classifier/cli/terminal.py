@@ -5,7 +5,8 @@ the one handler that turns whatever ends a command into at most two lines and an
 |-----------|--------------------------------------------------------------------------|
 | 0         | done (also when the reader of a pipe went away: ``classify ... \\| head``) |
 | 1         | failed at run time: a bad input among good ones, standard output full or |
-|           | closed, or an internal error (one line; ``-v`` shows the traceback)     |
+|           | closed, a full disk, or an internal error (one line; ``-v`` shows the    |
+|           | traceback)                                                               |
 | 2         | bad input: a usage error, a bad config, file, URI, store or model       |
 | 130       | interrupted (Ctrl-C, SIGTERM, SIGHUP); a training run can be resumed    |
 
@@ -17,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import sys
@@ -137,6 +139,10 @@ def stdin_binary() -> BinaryIO | None:
     return None if stream is None else getattr(stream, "buffer", stream)
 
 
+#: The errors of a full disk or an exhausted quota.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
 def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or first_line(error)
 
@@ -186,6 +192,14 @@ def guarded(command: Callable[[], object], prog: str = "classify") -> int:
         click.echo(f"{prog}: interrupted", err=True)
         return INTERRUPTED
     except Exception as error:  # a bug: one line, the traceback under -v
+        if isinstance(error, OSError) and error.errno in DISK_FULL:  # not a bug: the machine's
+            where = f" writing {error.filename}" if error.filename else ""
+            click.echo(
+                f"{prog}: error: the disk is full ({_reason(error)}{where}): free some space and "
+                "run it again (a stopped training run continues with classify train --resume)",
+                err=True,
+            )
+            return 1
         if verbose():
             traceback.print_exc()
         line = f"{type(error).__name__}: {first_line(error)}"

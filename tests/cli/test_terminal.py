@@ -3,6 +3,7 @@ families of issue #30, each with the case found by hand on b2bae7f, in a fresh p
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -171,6 +172,22 @@ def test_a_bug_is_one_line_and_exit_1_with_the_traceback_under_v(tmp_path, monke
     assert verbose.exit_code == 1
     assert "Traceback (most recent call last)" in verbose.output
     assert verbose.output.splitlines()[-1].startswith("classify: internal error: RuntimeError")
+
+
+def test_a_full_disk_is_one_line_not_an_internal_error(monkeypatch):
+    from classifier.sweeps import spec
+
+    def full(path):
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/mlruns/model.keras")
+
+    monkeypatch.setattr(spec, "load_spec", full)
+    result = CliRunner().invoke(cli, ["sweep", "x.yaml"], prog_name="classify")
+    assert result.exit_code == 1
+    assert result.output == (
+        "classify: error: the disk is full (No space left on device writing "
+        "/data/mlruns/model.keras): free some space and run it again (a stopped training run "
+        "continues with classify train --resume)\n"
+    )
 
 
 def test_usage_errors_are_two_lines():

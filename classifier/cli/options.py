@@ -19,7 +19,7 @@ import click
 
 from classifier.cli.startup import import_tensorflow, reach_store
 from classifier.cli.terminal import guarded
-from classifier.config.schema import Config, load_config
+from classifier.config.schema import Config, TrainConfig, load_config
 from classifier.config.uris import model_uri
 from classifier.errors import UserError
 
@@ -231,8 +231,6 @@ def named_for_data(cfg: Config, overrides: tuple[str, ...], source: str) -> str 
     """Give a run of ``classify train --data SOURCE`` a registered name of its own when
     ``train.registered_model`` is left at IMDB's (``imdb-sentiment``, which ``classify predict``
     serves by default): :func:`model_name_for_data`. Returns the name given, or None."""
-    from classifier.config.schema import TrainConfig
-
     named = any(item.partition("=")[0].strip() == "train.registered_model" for item in overrides)
     if named or cfg.train.registered_model != TrainConfig().registered_model:
         return None

@@ -216,8 +216,7 @@ def recipe_for_data(
         recipe_for_data(None, (), "reviews.csv")  # '/.../configs/train.yaml'
         recipe_for_data(None, ("model.variant=mha",), "reviews.csv")  # None: the defaults
     """
-    chosen = any(item.partition("=")[0].strip() == "model.variant" for item in overrides)
-    if config_path is not None or source is None or chosen:
+    if config_path is not None or source is None or _sets(overrides, "model.variant"):
         return config_path
     if not SHIPPED_RECIPE.is_file():
         raise UserError(
@@ -231,8 +230,8 @@ def named_for_data(cfg: Config, overrides: tuple[str, ...], source: str) -> str 
     """Give a run of ``classify train --data SOURCE`` a registered name of its own when
     ``train.registered_model`` is left at IMDB's (``imdb-sentiment``, which ``classify predict``
     serves by default): :func:`model_name_for_data`. Returns the name given, or None."""
-    named = any(item.partition("=")[0].strip() == "train.registered_model" for item in overrides)
-    if named or cfg.train.registered_model != TrainConfig().registered_model:
+    default = cfg.train.registered_model == TrainConfig().registered_model
+    if _sets(overrides, "train.registered_model") or not default:
         return None
     cfg.train.registered_model = model_name_for_data(source)
     return cfg.train.registered_model
@@ -256,6 +255,11 @@ def model_name_for_data(source: str) -> str:
         path = Path(source.rstrip("/"))
         name = path.stem if path.suffix else path.name
     return (re.sub(r"[\s/:?]+", "-", name).strip("-.") or "data") + "-classifier"
+
+
+def _sets(overrides: tuple[str, ...], key: str) -> bool:
+    """Whether a ``--set key=value`` among ``overrides`` sets ``key``."""
+    return any(item.partition("=")[0].strip() == key for item in overrides)
 
 
 def resumable_config(

@@ -408,23 +408,26 @@ def spec_path(tmp_path_factory, fixture_data_dir) -> Path:
     return write_spec(tmp_path_factory.mktemp("spec") / "tiny.yaml", spec_tree(fixture_data_dir))
 
 
-#: The test files that take longest (measured in CI with --durations, longest first). With
-#: ``--no-loadscope-reorder`` (``make test``) xdist's loadfile scheduler hands files out in
-#: collection order, so these go first: a long file started last would leave the other worker
-#: idle while it runs. (By default xdist orders files by their number of tests, which put the
-#: PostgreSQL sweep test and the fuzzer, one or two tests each, last.)
+#: The test files that take longest (measured with ``benchmarks/suite_cpu.py --records``), in the
+#: order they start. With ``--no-loadscope-reorder`` (``make test``) xdist's loadfile scheduler
+#: hands files out in collection order, so these go first: a long file started last would leave
+#: the other workers idle while it runs. (By default xdist orders files by their number of
+#: tests, which put the PostgreSQL sweep test and the fuzzer, one or two tests each, last.)
+#: Files that mostly wait on servers they stop and start (CPU a fifth of their time) alternate
+#: with files that keep a core busy: three server files first left a core idle for the first
+#: two minutes (2026-11-28, docs/benchmarks.md).
 LONGEST_FIRST = (
-    "tests/sweeps/test_server_faults.py",  # 2.5 minutes, 32 s of it waiting on stopped servers
-    "tests/sweeps/test_sweep_postgres.py",
-    "tests/sweeps/test_server_disk_full.py",
-    "tests/training/test_train_kill_anywhere.py",
-    "tests/sweeps/test_server_tls.py",
-    "tests/training/test_train_resume.py",
+    "tests/sweeps/test_server_faults.py",  # 4 minutes, 46 s of CPU: waits on stopped servers
+    "tests/training/test_train_resume.py",  # 4 minutes, busy
     "tests/training/test_train.py",
+    "tests/training/test_train_kill_anywhere.py",
+    "tests/sweeps/test_sweep_postgres.py",  # 2 minutes, half of it waiting
     "tests/serving/test_bundle_real.py",
     "tests/sweeps/test_sweep.py",
-    "tests/data/test_data_real.py",
+    "tests/sweeps/test_server_disk_full.py",  # waits
     "tests/pretraining/test_pretrain.py",
+    "tests/data/test_data_real.py",
+    "tests/sweeps/test_server_tls.py",  # waits
     "tests/cli/test_fuzz.py",
     "tests/serving/test_predict_real.py",
     "tests/sweeps/test_sweep_search.py",

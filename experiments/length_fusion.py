@@ -18,6 +18,8 @@ Run (about 5 minutes on 2 cores)::
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence
     # the suite's test part instead of its dev part (to report what was chosen, once):
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence part=test
+    # the sentence reader with each word's letter 3-5-grams, signed as the word, weighed 2:
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence chars=2
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sys
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
 import negation_scope as probe  # noqa: E402
@@ -53,10 +56,37 @@ def log_odds(model, scaled) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
+def letter_features(texts, settings, vocabulary: dict[str, int], build: bool):
+    """Each word's letter 3-5-grams (``<word>`` with its edges, as fastText), signed as the word
+    is read: minus within a negation's scope, times the contrast weight before "but"; each
+    row L2-normalised. ``chars=W`` weighs them ``W`` beside the word n-grams, in the sentence
+    reader only: a typo keeps most of a word's letter n-grams ("terible", "terrible")."""
+    _, gamma, window, contrast, comma, most = settings
+    rows, cols, vals = [], [], []
+    for row, text in enumerate(texts):
+        seen: dict[int, float] = {}
+        for word, negated, before in probe.words(text, window, contrast, comma, most):
+            sign = (-gamma if negated else 1.0) * (contrast if before else 1.0)
+            edged = f"<{word}>"
+            for n in (3, 4, 5):
+                for i in range(len(edged) - n + 1):
+                    gram = edged[i : i + n]
+                    if build:
+                        vocabulary.setdefault(gram, len(vocabulary))
+                    if gram in vocabulary:
+                        seen[vocabulary[gram]] = seen.get(vocabulary[gram], 0.0) + sign
+        for col, value in seen.items():
+            rows.append(row), cols.append(col), vals.append(value)
+    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary)))
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(1)).ravel()) + 1e-9
+    return sp.diags(1 / norms) @ matrix
+
+
 def main() -> None:
     started = time.time()
     train, train_labels = probe.load("train[:15000]")
     val, val_labels = probe.load("train[15000:]")
+    option = dict(arg.split("=", 1) for arg in sys.argv[1:])
     part = "test" if "part=test" in sys.argv[1:] else "dev"  # test: to report a choice, once
     suite = list(csv.DictReader(probe.SUITE.with_name(f"{part}.csv").open()))
     suite_texts = [row["text"] for row in suite]
@@ -70,13 +100,22 @@ def main() -> None:
     phrases = [(t, int(x)) for t, x, _ in treebank.rows(probe.TREES, "train.txt", True)]
     phrases = [(t, x) for t, x in phrases if x != 2]
 
-    def fitted(texts, labels, model, settings=SETTINGS):
+    def fitted(texts, labels, model, settings=SETTINGS, chars=0.0):
         matrix, vocabulary, ratios = probe.nb_features(texts, labels, settings)
-        model.fit(probe.nb_scaled(matrix, ratios), labels)
+        letters: dict[str, int] = {}
+
+        def inputs_of(m, texts, fit=False):
+            scaled = probe.nb_scaled(m, ratios)
+            if not chars:
+                return scaled
+            grams = letter_features(texts, settings, letters, fit)
+            return sp.hstack([scaled, chars * grams]).tocsr()
+
+        model.fit(inputs_of(matrix, texts, fit=True), labels)
 
         def score(inputs):
             m = probe.features(inputs, *settings, vocabulary=vocabulary)[0]
-            return log_odds(model, probe.nb_scaled(m, ratios))
+            return log_odds(model, inputs_of(m, inputs))
 
         return score
 
@@ -86,6 +125,7 @@ def main() -> None:
         np.concatenate([train_labels, [int(x > 2) for _, x in phrases]]),
         LogisticRegression(C=30, max_iter=2000),
         SENTENCE_SCOPE if "scope=sentence" in sys.argv[1:] else SETTINGS,
+        float(option.get("chars", 0)),
     )
     sets = {
         "imdb-val": (val, val_labels),

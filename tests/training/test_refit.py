@@ -41,10 +41,17 @@ def refit_config(fixture_data_dir, registered_model: str, experiment: str):
     )
 
 
-def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixture_data_dir):
+@pytest.fixture(scope="module")
+def refit_run(store, fixture_data_dir):
+    """One refit run in the module's store, shared by the tests that read it:
+    ``(config, TrainResult, its printed lines)``."""
     lines: list[str] = []
     cfg = refit_config(fixture_data_dir, "imdb-refit-test", EXPERIMENT)
-    result = train(cfg, echo=lines.append)
+    return cfg, train(cfg, echo=lines.append), lines
+
+
+def test_refit_trains_on_train_and_validation_and_logs_both_phases(refit_run):
+    _, result, lines = refit_run
     run = MlflowClient().get_run(result.run_id)
     params, tags = run.data.params, run.data.tags
     assert (params["data.train_reviews"], params["data.validation_reviews"]) == ("120", "40")
@@ -66,15 +73,11 @@ def test_refit_trains_on_train_and_validation_and_logs_both_phases(store, fixtur
     assert row.key_params.endswith("refit")
 
 
-def test_the_refit_model_has_the_chosen_models_calibrated_confidence(
-    store, fixture_data_dir, tmp_path
-):
+def test_the_refit_model_has_the_chosen_models_calibrated_confidence(refit_run, tmp_path):
     """No labelled review is left to calibrate a refit model on: it gets the temperature and
     offset that give it the calibrated chosen model's mean P(positive) and mean entropy on the
     unlabelled reviews."""
-    cfg = refit_config(fixture_data_dir, "imdb-refit-calibration-test", "refit-calibration-tests")
-    lines: list[str] = []
-    result = train(cfg, echo=lines.append)
+    cfg, result, lines = refit_run
     metrics = MlflowClient().get_run(result.run_id).data.metrics
     unlabelled, _ = load_last_unlabelled(cfg.data, 10)
 
@@ -89,7 +92,7 @@ def test_the_refit_model_has_the_chosen_models_calibrated_confidence(
     reference = calibration.apply(reference)
 
     # The registered refit model (its calibration folded in) on the same reviews.
-    refit_model = load_model("models:/imdb-refit-calibration-test@newest")
+    refit_model = load_model("models:/imdb-refit-test@newest")
     refit_classifier = refit_model.layers[-1]
     log_odds, _ = head_log_odds(refit_classifier, vectorize(unlabelled, refit_model.layers[1], 16))
 

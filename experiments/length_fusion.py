@@ -20,6 +20,8 @@ Run (about 5 minutes on 2 cores)::
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence part=test
     # the sentence reader with each word's letter 3-5-grams, signed as the word, weighed 2:
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence chars=2
+    # the sentence reader trained on the treebank's phrases alone, without IMDB's reviews:
+    TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence chars=2 reviews=0
     # the sentence reader fitted as nbow is (Adam in batches of 1,024) at 0.03 for 10 epochs:
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/length_fusion.py scope=sentence chars=2 adam=0.03 epochs=10
 """
@@ -122,9 +124,10 @@ def main() -> None:
         return score
 
     review = fitted(train, train_labels, probe.batched_model("adam", 10, 0.03))
+    reviews = int(option.get("reviews", len(train)))  # reviews=0: the phrases alone
     sentence = fitted(
-        train + [t for t, _ in phrases],
-        np.concatenate([train_labels, [int(x > 2) for _, x in phrases]]),
+        train[:reviews] + [t for t, _ in phrases],
+        np.concatenate([train_labels[:reviews], [int(x > 2) for _, x in phrases]]),
         (
             probe.batched_model("adam", int(option.get("epochs", 10)), float(option["adam"]))
             if "adam" in option  # adam=RATE: trained as nbow is, for epochs=N epochs

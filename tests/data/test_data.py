@@ -105,11 +105,13 @@ def test_pipelines_batch_pad_and_shuffle_deterministically(cfg):
         return [y.numpy().tolist() for _, y in data.train]
 
     data = make_datasets(cfg, raw, vectorizer, seed=1)
-    ids, labels = next(iter(data.train))
+    epoch = list(data.train)  # seed 1's first epoch
+    ids, labels = epoch[0]
     assert ids.shape == (16, 24) and ids.dtype == tf.int64 and labels.shape == (16,)
     assert sum(x.shape[0] for x, _ in data.validation) == 40
-    assert first_labels(1) == first_labels(1)
-    assert first_labels(1) != first_labels(2)
+    seeded = [y.numpy().tolist() for _, y in epoch]
+    assert first_labels(1) == seeded  # built afresh, the same batches
+    assert first_labels(2) != seeded
     # Validation and test keep their order.
     ordered = [int(y) for _, y in raw.validation]
     assert np.concatenate([y.numpy() for _, y in data.validation]).tolist() == ordered
@@ -181,26 +183,27 @@ def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cf
     plain = make_datasets(dataclasses.replace(cfg, bucket_by_length=False), raw, vectorizer, 1)
     bucketed = make_datasets(cfg, raw, vectorizer, seed=1)
 
-    def reviews(dataset):  # every review as (ids without padding, label), sorted
+    def reviews(batches):  # every review as (ids without padding, label), sorted
         return sorted(
             (tuple(row[row != 0].tolist()), int(label))
-            for ids, labels in dataset
+            for ids, labels in batches
             for row, label in zip(ids.numpy(), labels.numpy(), strict=True)
         )
 
-    for split in ("train", "validation", "test"):
+    epoch = list(bucketed.train)  # the first epoch of seed 1's training batches
+    assert reviews(epoch) == reviews(plain.train)
+    for split in ("validation", "test"):
         assert reviews(getattr(bucketed, split)) == reviews(getattr(plain, split))
 
     bounds = length_buckets(cfg.sequence_length)
-    widths, batches = set(), 0
-    for ids, _ in bucketed.train:
+    widths = set()
+    for ids, _ in epoch:
         lengths = np.count_nonzero(ids.numpy(), axis=1)
         assert 1 <= ids.shape[0] <= cfg.batch_size
         assert ids.shape[1] == lengths.max()  # padded to its longest review, not to T
         assert len(set(np.searchsorted(bounds, lengths, side="right"))) == 1  # one bucket
         widths.add(ids.shape[1])
-        batches += 1
-    assert batches == int(bucketed.train.cardinality())  # the epoch length Keras is told
+    assert len(epoch) == int(bucketed.train.cardinality())  # the epoch length Keras is told
     assert len(widths) > 1 and max(widths) <= cfg.sequence_length
 
     def order(data):
@@ -209,8 +212,8 @@ def test_length_buckets_keep_every_review_and_pad_to_the_longest_in_the_batch(cf
     def first_epoch(seed):
         return order(make_datasets(cfg, raw, vectorizer, seed=seed).train)
 
-    assert first_epoch(1) == first_epoch(1)  # seeded: the same batches
-    assert first_epoch(1) != first_epoch(2)
+    assert first_epoch(1) == order(epoch)  # seeded: the same batches, built afresh
+    assert order(epoch) != first_epoch(2)
     assert order(bucketed.validation) == order(bucketed.validation)  # evaluation passes agree
 
 

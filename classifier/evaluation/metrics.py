@@ -220,10 +220,10 @@ def fit_temperature(log_odds: np.ndarray, labels: np.ndarray) -> float:
         0.1
     """
     d = np.asarray(log_odds, dtype=np.float64)
-    y = (np.asarray(labels) > 0).astype(np.float64)
+    y = _positives(labels)
 
     def slope(log_inverse: float) -> float:
-        return float(np.mean((sigmoid(d * np.exp(log_inverse)) - y) * d))
+        return _slope_in_inverse_t(d, y, d * np.exp(log_inverse))
 
     return float(np.exp(-_root(slope, *LOG_INVERSE_T)))
 
@@ -271,16 +271,15 @@ def fit_temperature_and_offset(log_odds: np.ndarray, labels: np.ndarray) -> tupl
         (3, 0.5)
     """
     d = np.asarray(log_odds, dtype=np.float64)
-    y = (np.asarray(labels) > 0).astype(np.float64)
+    y = _positives(labels)
     share = float(np.mean(y))
 
     def best_offset(log_inverse: float) -> float:
         scaled = d * np.exp(log_inverse)
         return _root(lambda b: float(np.mean(sigmoid(scaled + b))) - share, *OFFSET)
 
-    def slope(log_inverse: float) -> float:  # in 1/T, at the best b (whose own slope is 0)
-        p = sigmoid(d * np.exp(log_inverse) + best_offset(log_inverse))
-        return float(np.mean((p - y) * d))
+    def slope(log_inverse: float) -> float:  # at the best b (whose own slope is 0)
+        return _slope_in_inverse_t(d, y, d * np.exp(log_inverse) + best_offset(log_inverse))
 
     log_inverse = _root(slope, *LOG_INVERSE_T)
     return float(np.exp(-log_inverse)), float(best_offset(log_inverse))
@@ -346,7 +345,8 @@ def cross_entropy(log_odds: np.ndarray, labels: np.ndarray) -> float:
         >>> round(cross_entropy(np.array([0.0, 0.0]), np.array([0, 1])), 4)  # ln 2
         0.6931
     """
-    return _log_loss(_signs(labels), np.asarray(log_odds, dtype=np.float64))
+    signs = 2.0 * _positives(labels) - 1.0  # +1 positive, -1 negative
+    return float(np.mean(np.logaddexp(0.0, -signs * np.asarray(log_odds, dtype=np.float64))))
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -378,14 +378,14 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))
 
 
-def _signs(labels: np.ndarray) -> np.ndarray:
-    """Labels written as +1 (positive) / -1."""
-    return np.where(np.asarray(labels) > 0, 1.0, -1.0)
+def _positives(labels: np.ndarray) -> np.ndarray:
+    """Labels as 1.0 (positive) and 0.0."""
+    return (np.asarray(labels) > 0).astype(np.float64)
 
 
-def _log_loss(signs: np.ndarray, log_odds: np.ndarray) -> float:
-    """Mean cross-entropy of ``sigmoid(log_odds)`` against labels written as +1 / -1."""
-    return float(np.mean(np.logaddexp(0.0, -signs * log_odds)))
+def _slope_in_inverse_t(d: np.ndarray, y: np.ndarray, log_odds: np.ndarray) -> float:
+    """The slope in 1/T of the mean cross-entropy of ``sigmoid(log_odds = d / T + b)``."""
+    return float(np.mean((sigmoid(log_odds) - y) * d))
 
 
 def _root(gap, low: float, high: float) -> float:

@@ -32,7 +32,6 @@ Results (2026-11-28, AMD EPYC, 2 cores): docs/results.md, "A sentence reader for
 
 from __future__ import annotations
 
-import csv
 import sys
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ from classifier.data import treebank  # noqa: E402
 
 #: The probe's best features for negation: a full flip within four words, a comma ends a
 #: scope, a quarter weight before a contrast word (``flip:c=0.25:comma=1:n=4``).
-SETTINGS = ("flip", 1.0, None, 0.25, True, 4)
+SETTINGS = probe.SCOPED
 #: The sentence reader's scope with ``scope=sentence`` on the command line: from the negation to
 #: the sentence's end or a contrast word, commas not ending it (``flip:c=0.25``).
 SENTENCE_SCOPE = ("flip", 1.0, None, 0.25, False, 0)
@@ -94,18 +93,9 @@ def letter_features(texts, settings, vocabulary: dict[str, int], build: bool):
 def main() -> None:
     started = time.time()
     train, train_labels = probe.load("train[:15000]")
-    val, val_labels = probe.load("train[15000:]")
     option = dict(arg.split("=", 1) for arg in sys.argv[1:])
-    part = "test" if "part=test" in sys.argv[1:] else "dev"  # test: to report a choice, once
-    suite = list(csv.DictReader(probe.SUITE.with_name(f"{part}.csv").open()))
-    suite_texts = [row["text"] for row in suite]
-    suite_labels = np.array([row["label"] == "positive" for row in suite], dtype=int)
-    dev = [
-        (t, int(x))
-        for t, x, _ in treebank.rows(probe.TREES.with_name("dev.txt"), "dev.txt")
-        if x != "2"
-    ]
-    sst_texts, sst_labels = [t for t, _ in dev], np.array([int(x > 2) for _, x in dev])
+    # part=test: the suite's test part instead of its dev part, to report a choice, once
+    sets, suite = probe.scored_sets(option.get("part", "dev"))
     phrases = [(t, int(x)) for t, x, _ in treebank.rows(probe.TREES, "train.txt", True)]
     phrases = [(t, x) for t, x in phrases if x != 2]
 
@@ -141,11 +131,6 @@ def main() -> None:
         SENTENCE_SCOPE if "scope=sentence" in sys.argv[1:] else SETTINGS,
         float(option.get("chars", 0)),
     )
-    sets = {
-        "imdb-val": (val, val_labels),
-        "sst2-dev": (sst_texts, sst_labels),
-        "suite": (suite_texts, suite_labels),
-    }
     scores = {name: (review(texts), sentence(texts)) for name, (texts, _) in sets.items()}
     lengths = {
         name: np.array([len(probe.TOKEN.findall(t.lower())) for t in texts])
@@ -154,9 +139,10 @@ def main() -> None:
     for name, values in lengths.items():
         print(f"{name}: words per text, median {np.median(values):.0f}, "
               f"10th percentile {np.percentile(values, 10):.0f}, min {values.min()}")  # fmt: skip
-    print("| short, long (words) | IMDB val | SST-2 dev | suite | " + " | ".join(
-        sorted({row["capability"] for row in suite}, key=[r["capability"] for r in suite].index)
-    ) + " |")  # fmt: skip
+    capabilities = dict.fromkeys(row["capability"] for row in suite)  # in file order
+    print(
+        "| short, long (words) | IMDB val | SST-2 dev | suite | " + " | ".join(capabilities) + " |"
+    )
     for short, long in GATES:
         row = []
         for name, (_, labels) in sets.items():
@@ -165,10 +151,7 @@ def main() -> None:
             right = (mixed > 0).astype(int) == labels
             row.append(f"{right.mean():.4f}")
             if name == "suite":
-                groups: dict[str, list[bool]] = {}
-                for item, ok in zip(suite, right, strict=True):
-                    groups.setdefault(item["capability"], []).append(bool(ok))
-                row += [f"{np.mean(oks):.2f}" for oks in groups.values()]
+                row += [f"{share:.2f}" for share in probe.by_capability(suite, right).values()]
         label = {(0, 1): "review reader alone", (10_000, 10_001): "sentence reader alone"}
         print(f"| {label.get((short, long), f'{short}, {long}')} | " + " | ".join(row) + " |")
     print(f"({time.time() - started:.0f} s)")

@@ -17,7 +17,6 @@ Results (2026-11-27, AMD EPYC, 2 cores): docs/results.md, "The optimiser is the 
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
@@ -27,9 +26,7 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import negation_scope as probe  # noqa: E402 - the probe's features, beside this file
 
-from classifier.data import treebank  # noqa: E402
-
-SETTINGS = ("flip", 1.0, None, 0.25, True, 4)  # mode, flip, window, contrast, comma, most words
+SETTINGS = probe.SCOPED
 SENTENCES = [
     "The ending was not dull at all.",
     "This film was never predictable.",
@@ -39,11 +36,7 @@ SENTENCES = [
 
 def main() -> None:
     train, labels = probe.load("train[:15000]")
-    validation, validation_labels = probe.load("train[15000:]")
-    suite = list(csv.DictReader(probe.SUITE.open()))
-    suite_labels = np.array([row["label"] == "positive" for row in suite], dtype=int)
-    dev_rows = treebank.rows(probe.TREES.with_name("dev.txt"), "dev.txt")
-    dev = [(text, int(label)) for text, label, _ in dev_rows if label != "2"]
+    sets, suite = probe.scored_sets()
     matrix, vocabulary, ratios = probe.nb_features(train, labels, SETTINGS)
 
     def scaled(texts_or_matrix):
@@ -66,19 +59,13 @@ def main() -> None:
         kernel, bias = weights[name]
         return m @ kernel + bias
 
-    scored = {
-        "val": (scaled(validation), validation_labels),
-        "sst2": (scaled([text for text, _ in dev]), np.array([int(y > 2) for _, y in dev])),
-        "suite": (scaled([row["text"] for row in suite]), suite_labels),
-    }
+    scored = {name: (scaled(texts), y) for name, (texts, y) in sets.items()}
     for name in ("converged", "Adam", "average"):
         right = {k: (log_odds(name, m) > 0) == y for k, (m, y) in scored.items()}
-        groups: dict[str, list[bool]] = {}
-        for row, ok in zip(suite, right["suite"], strict=True):
-            groups.setdefault(row["capability"], []).append(bool(ok))
-        shown = " ".join(f"{k}={np.mean(v):.2f}" for k, v in groups.items())
-        print(f"{name:9s} imdb-val {right['val'].mean():.4f} sst2-dev {right['sst2'].mean():.4f} "
-              f"suite {right['suite'].mean():.3f} {shown}")  # fmt: skip
+        shares = probe.by_capability(suite, right["suite"])
+        shown = " ".join(f"{k}={share:.2f}" for k, share in shares.items())
+        print(f"{name:9s} imdb-val {right['imdb-val'].mean():.4f} "
+              f"sst2-dev {right['sst2-dev'].mean():.4f} suite {right['suite'].mean():.3f} {shown}")  # fmt: skip
     for name, (kernel, _) in weights.items():
         print(f"{name}: weight norm {np.linalg.norm(kernel):.1f}")
     grams = {i: gram for gram, i in vocabulary.items()}

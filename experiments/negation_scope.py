@@ -52,6 +52,9 @@ NEGATIONS = {"not", "no", "never", "nothing", "nobody", "none", "neither", "nor"
 CONTRASTS = {"but", "however", "although", "though", "yet", "whereas", "except"}
 ENDS, PUNCTUATION = {".", "!", "?", ";", ":"}, {",", ".", "!", "?", ";", ":"}
 TOKEN = re.compile(r"[a-z0-9']+|[.,;:!?]")
+#: The features that read negation best here, as ``features`` takes them (mode, flip, window,
+#: contrast, a comma ends a scope, most words in a scope): ``flip:c=0.25:comma=1:n=4``.
+SCOPED = ("flip", 1.0, None, 0.25, True, 4)
 
 
 def words(
@@ -165,17 +168,42 @@ def load(split: str):
     return [text for text, _ in pairs], np.array([label for _, label in pairs])
 
 
+def scored_sets(part: str = "dev"):
+    """What every probe here scores, each ``(texts, 0/1 labels)``: IMDB's reviews 15,000 on
+    (``imdb-val``), SST-2's dev sentences (``sst2-dev``) and the behaviour suite's ``part``
+    (``suite``); and the suite's rows (their capabilities)."""
+    rows = list(csv.DictReader(SUITE.with_name(f"{part}.csv").open()))
+    dev = [
+        (text, int(label))
+        for text, label, _ in treebank.rows(TREES.with_name("dev.txt"), "dev.txt")
+        if label != "2"
+    ]
+    sets = {
+        "imdb-val": load("train[15000:]"),
+        "sst2-dev": ([t for t, _ in dev], np.array([int(y > 2) for _, y in dev])),
+        "suite": (
+            [row["text"] for row in rows],
+            np.array([row["label"] == "positive" for row in rows], dtype=int),
+        ),
+    }
+    return sets, rows
+
+
+def by_capability(rows, right) -> dict[str, float]:
+    """The share of the suite's ``rows`` answered ``right``, per capability, in file order."""
+    groups: dict[str, list[bool]] = {}
+    for row, ok in zip(rows, right, strict=True):
+        groups.setdefault(row["capability"], []).append(bool(ok))
+    return {name: float(np.mean(oks)) for name, oks in groups.items()}
+
+
 def main(specs: list[str]) -> None:
     # Design choices are made on validation: the first 15,000 training reviews train, the next
     # 10,000 score ("imdb-val"); the tables of 2026-11-27 before "n=" scored the test split.
     train, train_labels = load("train[:15000]")
-    test, test_labels = load("train[15000:]")
-    suite = list(csv.DictReader(SUITE.open()))
-    suite_labels = np.array([row["label"] == "positive" for row in suite], dtype=int)
-    dev = [
-        (t, int(x)) for t, x, _ in treebank.rows(TREES.with_name("dev.txt"), "dev.txt") if x != "2"
-    ]
-    sst_texts, sst_labels = [t for t, _ in dev], np.array([int(x > 2) for _, x in dev])
+    sets, suite = scored_sets()
+    (test, test_labels), (sst_texts, sst_labels) = sets["imdb-val"], sets["sst2-dev"]
+    suite_texts, suite_labels = sets["suite"]
     for spec in specs:
         started = time.time()
         mode, *options = spec.split(":")
@@ -213,15 +241,13 @@ def main(specs: list[str]) -> None:
         sst = model.score(
             scaled(features(sst_texts, *settings, vocabulary=vocabulary)[0]), sst_labels
         )
-        texts = [row["text"] for row in suite]
         right = (
-            model.predict(scaled(features(texts, *settings, vocabulary=vocabulary)[0]))
+            model.predict(scaled(features(suite_texts, *settings, vocabulary=vocabulary)[0]))
             == suite_labels
         )
-        groups: dict[str, list[bool]] = {}
-        for row, ok in zip(suite, right, strict=True):
-            groups.setdefault(row["capability"], []).append(bool(ok))
-        shown = " ".join(f"{name}={np.mean(oks):.2f}" for name, oks in groups.items())
+        shown = " ".join(
+            f"{name}={share:.2f}" for name, share in by_capability(suite, right).items()
+        )
         print(f"{spec:18s} imdb-val {accuracy:.4f} sst2-dev {sst:.4f} suite {right.mean():.3f} {shown} "
               f"({time.time() - started:.0f} s)", flush=True)  # fmt: skip
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ def log_odds(model, scaled) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def letter_features(texts, settings, vocabulary: dict[str, int], build: bool):
+def letter_features(texts, settings, vocabulary: dict[str, int], build: bool, known=None):
     """Each word's letter 3-5-grams (``<word>`` with its edges, as fastText), signed as the word
     is read: minus within a negation's scope, times the contrast weight before "but"; each
     row L2-normalised. ``chars=W`` weighs them ``W`` beside the word n-grams, in the sentence
@@ -74,6 +75,8 @@ def letter_features(texts, settings, vocabulary: dict[str, int], build: bool):
     for row, text in enumerate(texts):
         seen: dict[int, float] = {}
         for word, negated, before in probe.words(text, window, contrast, comma, most):
+            if known is not None and word not in known:
+                continue  # letters=N: an out-of-vocabulary word has no letters, as a token id
             sign = (-gamma if negated else 1.0) * (contrast if before else 1.0)
             edged = f"<{word}>"
             for n in (3, 4, 5):
@@ -102,12 +105,16 @@ def main() -> None:
     def fitted(texts, labels, model, settings=SETTINGS, chars=0.0):
         matrix, vocabulary, ratios = probe.nb_features(texts, labels, settings)
         letters: dict[str, int] = {}
+        known = None
+        if "letters" in option:  # letters=N: letter n-grams of the N commonest words only
+            counts = Counter(w for t in texts for w in probe.TOKEN.findall(t.lower()))
+            known = {w for w, _ in counts.most_common(int(option["letters"]))}
 
         def inputs_of(m, texts, fit=False):
             scaled = probe.nb_scaled(m, ratios)
             if not chars:
                 return scaled
-            grams = letter_features(texts, settings, letters, fit)
+            grams = letter_features(texts, settings, letters, fit, known)
             return sp.hstack([scaled, chars * grams]).tocsr()
 
         model.fit(inputs_of(matrix, texts, fit=True), labels)

@@ -24,6 +24,7 @@ from classifier.cli.options import (  # noqa: F401 - RUN_ID and friends were def
     checked,
     config_options,
     data_option,
+    drop_extra,
     exit_130_when_interrupted,
     model_option,
     named_for_data,
@@ -123,9 +124,11 @@ def train(
     cfg = resumable_config(recipe, overrides, data_dir, resume, source)
     if recipe != config_path:  # said once the config and the data are known to be good
         shown = f"{SHIPPED_RECIPE.parent.name}/{SHIPPED_RECIPE.name}"
+        dropped = cfg is not None and drop_extra(cfg, overrides)
         terminal.err(
-            f"classify: note: training the recipe make train ships ({shown}); "
-            "--config or --set model.variant=... chooses another"
+            f"classify: note: training the recipe make train ships ({shown})"
+            + (" without its data.extra (IMDB's added texts)" if dropped else "")
+            + "; --config or --set model.variant=... chooses another"
         )
     if cfg is not None and source and (name := named_for_data(cfg, overrides, source)):
         terminal.err(

@@ -226,6 +226,16 @@ def recipe_for_data(
     return str(SHIPPED_RECIPE)
 
 
+def drop_extra(cfg: Config, overrides: tuple[str, ...]) -> bool:
+    """Leave out the shipped recipe's ``data.extra`` (the treebank's phrases, labelled as IMDB's
+    classes) from a run on the user's own data, unless ``--set data.extra=...`` asks for it:
+    whether there was one."""
+    if cfg.data.extra is None or _sets(overrides, "data.extra"):
+        return False
+    cfg.data.extra = cfg.data.extra_label_map = None
+    return True
+
+
 def named_for_data(cfg: Config, overrides: tuple[str, ...], source: str) -> str | None:
     """Give a run of ``classify train --data SOURCE`` a registered name of its own when
     ``train.registered_model`` is left at IMDB's (``imdb-sentiment``, which ``classify predict``

@@ -33,6 +33,10 @@ def check_source(d: Any) -> None:
             raise ConfigError(f"data.{key} must not be empty")
     if d.label_map is not None:
         parse_label_map(d.label_map)
+    if d.extra_label_map is not None:
+        if d.extra is None:
+            raise ConfigError("data.extra_label_map is set but data.extra is not: set both")
+        parse_label_map(d.extra_label_map, "data.extra_label_map")
     if d.phrases and not str(d.source or "").endswith(".txt"):
         raise ConfigError(
             "data.phrases is set but data.source is not a treebank file (.txt of PTB trees); "
@@ -57,9 +61,10 @@ def check_source(d: Any) -> None:
                 )
 
 
-def parse_label_map(text: str) -> dict[str, str | None]:
-    """``data.label_map`` as ``{label read: class name}``; None where the label's rows are
-    dropped (``2=``). A ConfigError for an entry without ``=``, an empty or repeated label.
+def parse_label_map(text: str, key: str = "data.label_map") -> dict[str, str | None]:
+    """``data.label_map`` (or another ``key`` of its form) as ``{label read: class name}``;
+    None where the label's rows are dropped (``2=``). A ConfigError for an entry without ``=``,
+    an empty or repeated label.
 
     Example:
         >>> parse_label_map("0=negative, 1=negative, 2=, 3=positive, 4=positive")
@@ -76,12 +81,10 @@ def parse_label_map(text: str) -> dict[str, str | None]:
             else ""
         )  # fmt: skip
         if problem:
-            raise ConfigError(f"data.label_map='{text}' {problem}")
+            raise ConfigError(f"{key}='{text}' {problem}")
         mapping[label] = name or None
     if len({name for name in mapping.values() if name}) < 2:
-        raise ConfigError(
-            f"data.label_map='{text}' leaves fewer than two classes; a classifier needs two"
-        )
+        raise ConfigError(f"{key}='{text}' leaves fewer than two classes; a classifier needs two")
     return mapping
 
 
@@ -133,8 +136,16 @@ def check_negation(d: Any, m: Any) -> None:
             f"data.vocab_size must be at least {reserved + 3} with data.sentences (padding, "
             f"OOV, {reserved} punctuation and scope words, one word), got {d.vocab_size}"
         )
-    if m.negation_words < 0:
-        raise ConfigError(f"model.negation_words must not be negative, got {m.negation_words}")
+    for key in ("negation_words", "short_length", "letters"):
+        if getattr(m, key) < 0:
+            raise ConfigError(f"model.{key} must not be negative, got {getattr(m, key)}")
+    if m.letters and not m.short_length:
+        raise ConfigError("model.letters are read in sentences: set model.short_length too")
+    if m.short_length and m.variant not in ("nbow", "nbow_attention"):
+        raise ConfigError(
+            "model.short_length reads sentences in a block of nbow's and nbow_attention's "
+            f"n-grams; model.variant={m.variant!r} has none (set it to 0)"
+        )
     if m.negation == 0.0 and m.contrast == 1.0:
         return
     if m.variant not in ("nbow", "nbow_attention"):

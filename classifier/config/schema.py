@@ -51,9 +51,8 @@ TRUNCATE_SIDES = ("head", "tail")
 IMDB_TRAIN_REVIEWS = 25_000
 IMDB_TEST_REVIEWS = 25_000
 #: Upper bounds far past any use, so that a slip (10**12) fails here and not deep in TensorFlow:
-#: the vocabulary is adapted on at most 25,000 reviews, which hold far fewer distinct words; the
-#: longest review has about 2,500 words (and batches of 1,024 reviews are padded to
-#: ``sequence_length`` before trimming); no batch holds more than all 100,000 reviews.
+#: 25,000 reviews hold far fewer distinct words; the longest review has about 2,500 words (and
+#: batches are padded to ``sequence_length`` before trimming); no batch holds 1,000,000 texts.
 MAX_SIZES = {
     "data.vocab_size": 1_000_000,
     "data.sequence_length": 100_000,
@@ -104,6 +103,8 @@ class DataConfig:
     labels: str | None = None  # the classes in order, comma-separated (None: sorted)
     label_map: str | None = None  # labels renamed, merged or dropped: "0=negative, 1=negative, 2="
     phrases: bool = False  # a treebank source trains on its labelled phrases, not sentences only
+    extra: str | None = None  # more labelled texts for training only (a treebank: its phrases)
+    extra_label_map: str | None = None  # data.extra's labels as the source's classes
     sentences: bool = False  # sentence ends kept as "." tokens, scope words at fixed ids
     vocab_size: int = 20_000
     sequence_length: int = 512  # the 90th-percentile review has 455 words
@@ -130,10 +131,10 @@ class ModelConfig:
     negation: float = 0.0  # nbow: an n-gram in a negation's scope counts -negation times its own
     contrast: float = 1.0  # nbow: the weight of n-grams before "but" in their sentence
     negation_words: int = 0  # nbow: the most words a negation's scope holds (0: its clause)
+    short_length: int = 0  # nbow: inputs of fewer token ids are sentences, read in their own block
+    letters: int = 0  # nbow with short_length: letter 3-5-grams a sentence's word adds, at most
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
-    init_from: str | None = (
-        None  # a pretrained encoder or a trained classifier (models:/, runs:/, path)
-    )
+    init_from: str | None = None  # a pretrained encoder or classifier: models:/, runs:/, path
 
 
 @dataclass
@@ -172,8 +173,7 @@ class Config:
         return flatten(self.to_dict())
 
     def config_hash(self) -> str:
-        """A short stable hash of the resolved config, to recognise the same run again
-        (:mod:`classifier.config.hashing`: keys added later leave it unchanged)."""
+        """A short stable hash of the config (:mod:`classifier.config.hashing`)."""
         return config_hash(self)
 
     def config_hashes(self) -> tuple[str, str]:

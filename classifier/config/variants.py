@@ -70,7 +70,8 @@ class Variant:
             ``attention_logits`` and ``fused_logits``: ``nbow_attention``). What is known of a
             bag is known from this, never from layer names (the n-gram path:
             :mod:`classifier.training.ngram_features`).
-        prepare: ``"module:function"`` called as ``prepare(classifier, train_batches)`` after
+        prepare: ``"module:function"`` called as ``prepare(classifier, train_batches,
+            vocabulary)`` after
             the classifier is built and before it trains (``bow``: the idf weights), or None.
     """
 
@@ -286,6 +287,8 @@ NBOW_KEYS = (
     "model.negation",
     "model.contrast",
     "model.negation_words",
+    "model.short_length",
+    "model.letters",
 )
 register(
     Variant(

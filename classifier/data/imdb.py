@@ -291,6 +291,17 @@ def tfds_load(split: str | list[str], cfg: DataConfig, **kwargs):
         ) from None
 
 
+def imdb_splits(cfg: DataConfig, with_ids: bool = False) -> list:
+    """IMDB's training, validation and test reviews (:func:`split_specs`) as TFDS datasets of
+    ``(text, label)``, or with ``with_ids`` of feature dicts with a ``tfds_id`` per review; a
+    DataNotFoundError or ConfigError (too few reviews) first where they cannot be read."""
+    check_sizes(cfg, split_sizes(cfg))
+    kwargs = (
+        {"read_config": tfds.ReadConfig(add_tfds_id=True)} if with_ids else {"as_supervised": True}
+    )
+    return tfds_load(list(split_specs(cfg).values()), cfg, shuffle_files=False, **kwargs)
+
+
 def split_sizes(cfg: DataConfig) -> dict[str, int]:
     """Number of reviews in every TFDS split (read from the prepared copy's metadata)."""
     sizes = check_prepared(cfg)

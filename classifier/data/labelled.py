@@ -41,6 +41,7 @@ import numpy as np
 
 from classifier.config.schema import DataConfig
 from classifier.data import files
+from classifier.data.extra import extra_line, extra_rows
 from classifier.data.relabel import label_pairs, relabelled
 from classifier.data.tokenizer import standardize
 from classifier.errors import DataError
@@ -347,6 +348,7 @@ def describe(cfg: DataConfig) -> str:
         f"Labelled texts ({plan.parts['train'].format}), {len(plan.labels)} classes: "
         + ", ".join(plan.labels),
         _origins(cfg, plan),
+        *([extra_line(cfg, extra_rows(cfg, plan.labels)[1].size)] if cfg.extra else []),
         "",
         *rows,
         "",

@@ -24,6 +24,7 @@ Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import string
@@ -33,14 +34,14 @@ from dataclasses import dataclass
 import keras
 import numpy as np
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
 from classifier.config.negation import CLAUSE_END, FIRST_ID, SENTENCE_END, reserved_words
 from classifier.config.schema import LABELS, DataConfig
 from classifier.data.batching import VECTORIZE_BATCH, cache_file, vectorize
+from classifier.data.extra import extra_line, extra_rows
 from classifier.data.imdb import (
     DATASET,
-    check_sizes,
+    imdb_splits,
     resolve_data_dir,
     split_sizes,
     split_specs,
@@ -95,17 +96,17 @@ def load_raw_splits(cfg: DataConfig, with_ids: bool = False) -> RawSplits:
     Raises:
         DataNotFoundError: no IMDB data. DataError: a labelled file that cannot be used.
     """
+    if with_ids and (cfg.source is not None or cfg.extra is not None):
+        raise ValueError("with_ids reads TFDS ids; a labelled file has none")
     if cfg.source is not None:
-        if with_ids:
-            raise ValueError("with_ids reads TFDS ids; a labelled file has none")
-        return _file_splits(plan_splits(cfg))
-    check_sizes(cfg, split_sizes(cfg))
-    specs = split_specs(cfg)
-    kwargs = (
-        {"read_config": tfds.ReadConfig(add_tfds_id=True)} if with_ids else {"as_supervised": True}
-    )
-    train, validation, test = tfds_load(list(specs.values()), cfg, shuffle_files=False, **kwargs)
-    return RawSplits(train=train, validation=validation, test=test)
+        raw = _file_splits(plan_splits(cfg))
+    else:
+        raw = RawSplits(*imdb_splits(cfg, with_ids))
+    if cfg.extra is not None:  # more training rows (classifier.data.extra), shuffled in
+        texts, codes = extra_rows(cfg, raw.labels)
+        added = tf.data.Dataset.from_tensor_slices((tf.constant(texts, tf.string), codes))
+        raw = dataclasses.replace(raw, train=raw.train.concatenate(added))
+    return raw
 
 
 def _file_splits(plan: Plan) -> RawSplits:
@@ -387,6 +388,7 @@ def describe(cfg: DataConfig) -> str:
             f"IMDB reviews (TFDS {DATASET}); TFDS splits: "
             + ", ".join(f"{name} {size:,}" for name, size in sizes.items()),
             f"training = {specs['train']}, validation = {specs['validation']}, test = {specs['test']}",
+            *([extra_line(cfg, extra_rows(cfg, LABELS)[1].size)] if cfg.extra else []),
             "",
             *rows,
             "",

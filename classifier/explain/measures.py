@@ -117,8 +117,10 @@ def word_contributions(
         features, values: the review's sorted feature ids (F,) and their normalised values (F,)
             or (F, outputs) (:meth:`~classifier.serving.explain_parts.NgramWeights.feature_values`).
         positions: its feature ids in order of position: the n unigrams, then the n - 1 bigrams,
-            and so on (:meth:`~classifier.serving.explain_parts.NgramWeights.features`); for a
-            bag with negation, then as many again: the negated n-grams' own features, or 0.
+            and so on (:meth:`~classifier.serving.explain_parts.NgramWeights.features`), then
+            for a bag with ``letters`` each of the first ``short_length`` words' letter n-grams
+            (0 for a review); for a bag with negation, then as many again: the negated ones' own
+            features, or 0.
         length: its number of words n.
 
     A feature f (a word, or n neighbouring words) adds ``(value_f * k_f) . d`` to the margin,
@@ -140,12 +142,17 @@ def word_contributions(
     }
     order, unsorted = weights.order, np.asarray(positions).tolist()
     spans, offset = [], 0  # spans: (feature, first word, n)
-    per_part = sum(max(length - n + 1, 0) for n in range(1, order + 1))
+    width = weights.letters  # each of a sentence's first short_length words' letter n-grams
+    lettered = min(length, weights.short_length) * width
+    per_part = sum(max(length - n + 1, 0) for n in range(1, order + 1)) + lettered
     for _ in range(len(unsorted) // max(per_part, 1)):  # with negation: two parts
         for n in range(1, order + 1):
             count = max(length - n + 1, 0)
             spans += [(f, start, n) for start, f in enumerate(unsorted[offset : offset + count])]
             offset += count
+        part = unsorted[offset : offset + lettered]
+        spans += [(f, k // width, 1) for k, f in enumerate(part)]  # a letter n-gram: its word's
+        offset += lettered
     times = Counter(f for f, _, _ in spans)
     shares = np.zeros(length)
     for feature, start, n in spans:

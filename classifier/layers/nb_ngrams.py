@@ -35,6 +35,9 @@ Example:
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Sequence
+
 import keras
 import numpy as np
 from keras import ops
@@ -49,13 +52,15 @@ from classifier.layers.ngrams import (
 
 
 def class_feature_counts(
-    batches, vocab_size: int, buckets: int, order: int, classes: int = 2, entries=None
-) -> np.ndarray:
+    batches, vocab_size: int, buckets: int, order: int, classes: int = 2, entries=None,
+    features: int = 0,
+) -> np.ndarray:  # fmt: skip
     """``(classes, features)``: in how many reviews of each class each feature occurs, over
     ``(token_ids (B, T), labels (B,))`` batches. For two classes the rows unpack as
     ``negative, positive`` (label 1 = positive). ``entries``: a bag's
-    :meth:`~classifier.layers.ngrams.BagOfNgrams.entries`, for a bag that reads negation."""
-    counts = np.zeros((classes, vocab_size + buckets), dtype=np.int64)
+    :meth:`~classifier.layers.ngrams.BagOfNgrams.entries`, for a bag that reads negation;
+    ``features``: its ``feature_count`` where more than ``vocab_size + buckets``."""
+    counts = np.zeros((classes, max(features, vocab_size + buckets)), dtype=np.int64)
     for ids, labels in batches:
         if entries is None:
             features = sorted_features(ids, vocab_size, buckets, order)
@@ -67,6 +72,38 @@ def class_feature_counts(
         rows = np.broadcast_to(np.asarray(labels).reshape(-1, 1), features.shape)
         np.add.at(counts, (rows[present], features[present]), 1)
     return counts
+
+
+def letter_ngrams(word: str) -> list[str]:
+    """A word's letter 3-, 4- and 5-grams with its edges marked (fastText's ``<word>``), the
+    3-grams first: a typo or another form of the word keeps most of them.
+
+    Example:
+        >>> letter_ngrams("bad")
+        ['<ba', 'bad', 'ad>', '<bad', 'bad>', '<bad>']
+    """
+    edged = f"<{word}>"
+    return [edged[i : i + n] for n in (3, 4, 5) for i in range(len(edged) - n + 1)]
+
+
+def letter_table(
+    vocabulary: Sequence[str], vocab_size: int, buckets: int, width: int
+) -> np.ndarray:
+    """(vocab_size, width) int32: each token id's first ``width`` letter n-grams
+    (:func:`letter_ngrams`) as hashed features, ``vocab_size + crc32(gram) mod buckets``; 0
+    past a word's last, and for padding, OOV and tokens without a letter or digit.
+
+    Example:
+        >>> letter_table(["", "[UNK]", ".", "bad"], 4, 100, 2).tolist()
+        [[0, 0], [0, 0], [0, 0], [73, 75]]
+    """
+    table = np.zeros((vocab_size, width), dtype=np.int32)
+    for index, word in enumerate(list(vocabulary)[2:vocab_size], 2):
+        if any(character.isalnum() for character in word):
+            grams = letter_ngrams(word)[:width]
+            hashed = [vocab_size + zlib.crc32(gram.encode()) % buckets for gram in grams]
+            table[index, : len(hashed)] = hashed
+    return table
 
 
 def one_vs_rest_ratios(counts: np.ndarray, alpha: float = 1.0) -> np.ndarray:
@@ -115,6 +152,12 @@ class NaiveBayesNgrams(BagOfNgrams):
         contrast: how much an n-gram before a contrast word counts (1: as any other).
         max_length: the longest review (T), which the negation scope needs.
         negation_words: the most words a negation's scope holds (0: to its clause's end).
+        short_length: inputs of fewer token ids than this are read as sentences (0: none is):
+            their features fill a block of their own after the reviews' (``feature_count``
+            doubles), with a negation's scope to the sentence's end or a contrast word.
+        letters: with ``short_length``, each word of a sentence adds up to this many letter
+            3-5-grams (:func:`letter_ngrams`), read as its unigram is (0: none); the table is
+            set from the vocabulary by :meth:`set_letters`.
     """
 
     scale_name = "ratio"
@@ -130,6 +173,8 @@ class NaiveBayesNgrams(BagOfNgrams):
         contrast: float = 1.0,
         max_length: int = 0,
         negation_words: int = 0,
+        short_length: int = 0,
+        letters: int = 0,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -138,8 +183,34 @@ class NaiveBayesNgrams(BagOfNgrams):
         self.order = order
         self.negation, self.contrast, self.max_length = negation, contrast, max_length
         self.negation_words = negation_words
+        self.short_length, self.letters = short_length, letters
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
+        if letters and not short_length:
+            raise ValueError("letters are read in sentences: they need short_length")
+
+    @property
+    def feature_count(self) -> int:
+        """The reviews' block of features, and with ``short_length`` the sentences' after it."""
+        return super().feature_count * (2 if self.short_length else 1)
+
+    def build(self, input_shape) -> None:
+        super().build(input_shape)
+        if self.letters:
+            self.letter_ids = self.add_weight(
+                shape=(self.vocab_size, self.letters),
+                initializer="zeros",
+                dtype="int32",
+                trainable=False,
+                name="letter_ids",
+            )
+
+    def set_letters(self, vocabulary: Sequence[str]) -> None:
+        """Set each token id's letter n-gram features from the vectorizer's ``vocabulary``
+        (``get_vocabulary()``: padding and OOV first); nothing for a bag without letters."""
+        if self.letters:
+            table = letter_table(vocabulary, self.vocab_size, self.buckets, self.letters)
+            self.letter_ids.assign(table)
 
     @property
     def reads_scope(self) -> bool:
@@ -147,9 +218,9 @@ class NaiveBayesNgrams(BagOfNgrams):
         return self.negation > 0 or self.contrast != 1
 
     def entries(self, token_ids):
-        if not self.reads_scope:
+        if not self.reads_scope and not self.short_length:
             return super().entries(token_ids)
-        plain, negated, before = self._by_position(token_ids)
+        plain, negated, before, sentence = self._by_position(token_ids)
         # Keys of int32 (LiteRT divides no int64): below 4 * (1e6 + 1e8), the largest config.
         negated32, before32 = ops.cast(negated, "int32"), ops.cast(before, "int32")
         keys = ops.where(plain > 0, ops.cast(plain, "int32") * 4 + negated32 * 2 + before32, 0)
@@ -158,30 +229,62 @@ class NaiveBayesNgrams(BagOfNgrams):
             flipped = ops.where(negated > 0, own * 4 + before32, 0)
             keys = ops.concatenate([keys, flipped], axis=1)
         keys = ops.sort(keys, axis=-1)
-        features = ops.cast(keys // 4, "int64")
+        features = self._placed(ops.cast(keys // 4, "int64"), sentence)
         sign = ops.where(ops.mod(keys // 2, 2) > 0, -self.negation, 1.0)
         weight = ops.where(ops.mod(keys, 2) > 0, self.contrast, 1.0)
         return features, first_occurrences(features) * sign * weight
 
     def features_by_position(self, token_ids):
-        if self.negation == 0:
+        if self.negation == 0 and not self.short_length:
             return super().features_by_position(token_ids)
-        plain, negated, _ = self._by_position(token_ids)
-        return ops.concatenate([plain, ops.where(negated > 0, self._own(plain), 0)], axis=1)
+        plain, negated, _, sentence = self._by_position(token_ids)
+        if self.negation > 0:
+            plain = ops.concatenate([plain, ops.where(negated > 0, self._own(plain), 0)], axis=1)
+        return self._placed(plain, sentence)
 
     def _by_position(self, token_ids):
-        """(B, F) n-gram features by position, and 0/1 (int64) where a real n-gram's last word
-        is negated and where it stands before a contrast word."""
-        plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
-        negated, before = negation_scope(token_ids, self.max_length, self.negation_words)
-        if self.negation == 0:
-            negated = ops.zeros_like(negated)
-        flags = []
-        for flag in (negated, before):
-            flag = ops.cast(flag, "int64")
-            flag = ops.concatenate([flag[:, n:] for n in range(self.order)], axis=1)
-            flags.append(ops.where(plain > 0, flag, 0))
-        return plain, *flags
+        """(B, F) features by position, numbered within their block (the n-grams, then with
+        ``letters`` each of a sentence's first ``short_length`` words' letter n-grams), 0/1
+        (int64) where a real one's last word is negated and where it stands before a contrast
+        word; and (B, 1) whether each input is a sentence (all False without
+        ``short_length``)."""
+        ids = ops.cast(token_ids, "int64")
+        plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
+        sentence = ops.sum(ops.cast(ids > 0, "int32"), axis=1, keepdims=True) < self.short_length
+        if self.reads_scope:
+            negated, before = negation_scope(ids, self.max_length, self.negation_words)
+            if self.short_length:  # a sentence's scope runs to its end or a contrast word
+                whole = negation_scope(ids, self.max_length, commas=False)[0]
+                negated = ops.where(sentence, whole, negated)
+            negated = ops.cast(negated, "int64") * int(self.negation > 0)
+            before = ops.cast(before, "int64")
+        else:
+            negated = before = ops.zeros_like(ids)
+        flags = [
+            ops.concatenate([flag[:, n:] for n in range(self.order)], axis=1)
+            for flag in (negated, before)
+        ]
+        if self.letters:
+            head = ids[:, : self.short_length]
+            grams = ops.take(self.letter_ids, ops.cast(head, "int32"), axis=0)  # (B, S, G)
+            grams = ops.where(ops.expand_dims(sentence, -1), ops.cast(grams, "int64"), 0)
+            flat = (ops.shape(grams)[0], -1)
+            for i, flag in enumerate((negated, before)):
+                spread = ops.broadcast_to(
+                    ops.expand_dims(flag[:, : self.short_length], -1), ops.shape(grams)
+                )
+                flags[i] = ops.concatenate([flags[i], ops.reshape(spread, flat)], axis=1)
+            plain = ops.concatenate([plain, ops.reshape(grams, flat)], axis=1)
+        flags = [ops.where(plain > 0, flag, 0) for flag in flags]
+        return plain, *flags, sentence
+
+    def _placed(self, features, sentence):
+        """``features`` numbered within their block, numbered in the bag: a sentence's after
+        the reviews' block."""
+        if not self.short_length:
+            return features
+        after = ops.logical_and(sentence, features > 0)
+        return ops.where(after, features + self.vocab_size + self.buckets, features)
 
     def _own(self, features):
         """The ``N:`` feature of each n-gram feature: its hashed slot permuted (the unigrams'
@@ -216,4 +319,6 @@ class NaiveBayesNgrams(BagOfNgrams):
             "contrast": self.contrast,
             "max_length": self.max_length,
             "negation_words": self.negation_words,
+            "short_length": self.short_length,
+            "letters": self.letters,
         }

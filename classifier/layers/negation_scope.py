@@ -48,17 +48,20 @@ def _running(values, length: int, forward: bool, fill: int):
     return values
 
 
-def negation_scope(token_ids, length: int, words: int = 0):
+def negation_scope(token_ids, length: int, words: int = 0, commas: bool = True):
     """``(negated (B, T) bool, before_contrast (B, T) bool)`` of token ids (B, T), T <=
     ``length`` (what the module's docstring says); with ``words`` > 0, a scope holds at most
-    that many words after its negation."""
+    that many words after its negation; with ``commas`` False, a comma does not end it (a
+    scope to the sentence's end or a contrast word, as a sentence's reader uses)."""
     ids = ops.cast(token_ids, "int32")
     where = scope_ids()
     position = ops.cumsum(ops.ones_like(ids), axis=1) - 1
     negation = ops.logical_and(ids >= where.negations[0], ids < where.negations[1])
     contrast = ops.logical_and(ids >= where.contrasts[0], ids < where.contrasts[1])
     end = ops.equal(ids, where.end)
-    stop = ops.logical_or(ops.logical_or(end, ops.equal(ids, where.comma)), contrast)
+    stop = ops.logical_or(end, contrast)
+    if commas:
+        stop = ops.logical_or(stop, ops.equal(ids, where.comma))
     last_negation = _running(ops.where(negation, position, -1), length, True, -1)
     last_stop = _running(ops.where(stop, position, -1), length, True, -1)
     negated = ops.logical_and(last_negation > last_stop, ops.logical_not(negation))

@@ -140,8 +140,14 @@ class BagOfNgrams(keras.layers.Layer):
     order = 2
     scale_name = "idf"
 
+    @property
+    def feature_count(self) -> int:
+        """How many features the bag numbers (rows of its kernel): the unigrams, then the
+        hashed n-grams."""
+        return self.vocab_size + self.buckets
+
     def build(self, input_shape) -> None:
-        features = self.vocab_size + self.buckets
+        features = self.feature_count
         self.scale = self.add_weight(
             shape=self.scale_shape(features),
             initializer="zeros",

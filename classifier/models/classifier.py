@@ -166,8 +166,9 @@ def bag_of_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes
     return bag(token_ids)
 
 
-def set_document_frequencies(classifier: keras.Model, batches) -> None:
-    """Set the ``bow`` idf weights from the training reviews: ``(token_ids, label)`` batches."""
+def set_document_frequencies(classifier: keras.Model, batches, vocabulary=()) -> None:
+    """Set the ``bow`` idf weights from the training reviews: ``(token_ids, label)`` batches
+    (its words, ``vocabulary``, are not needed)."""
     bag = classifier.get_layer("bag")
     ids = (token_ids for token_ids, _ in batches)
     bag.set_idf(*document_frequencies(ids, bag.vocab_size, bag.buckets))
@@ -186,6 +187,8 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         negation=cfg.negation,
         contrast=cfg.contrast,
         negation_words=cfg.negation_words,
+        short_length=cfg.short_length,
+        letters=cfg.letters,
         max_length=sequence_length,
         name="bag",
         dtype="float32",
@@ -216,13 +219,16 @@ def nb_ngrams_and_attention(
     return keras.layers.Add(name="fused_logits", dtype="float32")([ngram_logits, attention_logits])
 
 
-def set_log_count_ratios(classifier: keras.Model, batches) -> None:
+def set_log_count_ratios(classifier: keras.Model, batches, vocabulary=()) -> None:
     """Set the ``nbow`` log-count ratios from the training reviews: ``(token_ids, label)``
-    batches (the labels of the reviews it trains on, never validation or test ones)."""
+    batches (the labels of the reviews it trains on, never validation or test ones); a bag
+    that reads letters first takes them from the ``vocabulary`` (the vectorizer's words)."""
     bag = classifier.get_layer("bag")
+    bag.set_letters(vocabulary)
     counts = class_feature_counts(
-        batches, bag.vocab_size, bag.buckets, bag.order, bag.outputs, entries=bag.entries
-    )
+        batches, bag.vocab_size, bag.buckets, bag.order, bag.outputs, entries=bag.entries,
+        features=bag.feature_count,
+    )  # fmt: skip
     bag.set_ratios(*counts)
 
 

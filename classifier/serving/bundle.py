@@ -175,6 +175,9 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         negation=float(getattr(bag, "negation", 0.0)),
         contrast=float(getattr(bag, "contrast", 1.0)),
         negation_words=int(getattr(bag, "negation_words", 0)),
+        short_length=int(getattr(bag, "short_length", 0)),
+        letters=int(getattr(bag, "letters", 0)),
+        letter_ids=numpy(bag.letter_ids) if getattr(bag, "letters", 0) else None,
     )
 
 
@@ -194,8 +197,12 @@ def _write_explain_parts(
         described = ["vocab_size", "buckets", "order", "scale_name"]
         if weights.reads_scope:  # a bag that reads negation or contrast
             described += ["negation", "contrast", "negation_words"]
+        if weights.short_length:  # a bag that reads sentences in a block of their own
+            described += ["short_length", "letters"]
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
+        if weights.letters:
+            arrays["letter_ids"] = weights.letter_ids
         arrays |= {"head_kernel": weights.head_kernel, "head_bias": weights.head_bias}
         with open(folder / NGRAMS_FILE, "wb") as file:
             np.savez(file, **arrays)

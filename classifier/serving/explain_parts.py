@@ -62,7 +62,9 @@ def ngram_features(token_ids: np.ndarray, vocab_size: int, buckets: int, order: 
     return np.concatenate(parts, axis=1)
 
 
-def scope_of(token_ids: np.ndarray, words: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def scope_of(
+    token_ids: np.ndarray, words: int = 0, commas: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """``(negated (B, T) bool, before_contrast (B, T) bool)``: the NumPy twin of
     :func:`classifier.layers.negation_scope.negation_scope`.
 
@@ -77,7 +79,7 @@ def scope_of(token_ids: np.ndarray, words: int = 0) -> tuple[np.ndarray, np.ndar
     contrast = (ids >= where.contrasts[0]) & (ids < where.contrasts[1])
     end = ids == where.end
     last_negation = np.maximum.accumulate(np.where(negation, position, -1), axis=1)
-    stop = end | (ids == where.comma) | contrast
+    stop = end | contrast | ((ids == where.comma) if commas else False)
     last_stop = np.maximum.accumulate(np.where(stop, position, -1), axis=1)
     far = ids.shape[1] + 1
 
@@ -104,6 +106,9 @@ class NgramWeights:
         negation, contrast: how negated n-grams and those before a contrast word count
             (:class:`~classifier.layers.nb_ngrams.NaiveBayesNgrams`; 0 and 1: as any other).
         negation_words: the most words a negation's scope holds (0: to its clause's end).
+        short_length, letters, letter_ids: a sentence's own block of features, and its words'
+            letter n-grams (:class:`~classifier.layers.nb_ngrams.NaiveBayesNgrams`; 0 and 0:
+            none), the table of them (vocab_size, letters) where ``letters``.
     """
 
     vocab_size: int
@@ -118,6 +123,9 @@ class NgramWeights:
     negation: float = 0.0
     contrast: float = 1.0
     negation_words: int = 0
+    short_length: int = 0
+    letters: int = 0
+    letter_ids: np.ndarray | None = None
 
     @property
     def reads_scope(self) -> bool:
@@ -125,29 +133,28 @@ class NgramWeights:
         return self.negation > 0 or self.contrast != 1
 
     def features(self, token_ids: np.ndarray) -> np.ndarray:
-        """(B, F) feature ids in order of position (:func:`ngram_features`); with
-        ``negation``, then each negated n-gram's own feature (0 elsewhere)."""
-        plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
-        if self.negation == 0:
-            return plain
-        negated, _ = self._by_position(token_ids, plain)
-        return np.concatenate([plain, np.where(negated > 0, self._own(plain), 0)], axis=1)
+        """(B, F) feature ids in order of position (:func:`ngram_features`, then with
+        ``letters`` a sentence's letter n-grams); with ``negation``, then each negated one's own
+        feature (0 elsewhere); a sentence's in its block."""
+        plain, negated, _, sentence = self._by_position(token_ids)
+        if self.negation > 0:
+            plain = np.concatenate([plain, np.where(negated > 0, self._own(plain), 0)], axis=1)
+        return self._placed(plain, sentence)
 
     def feature_values(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(features (B, F), values (B, F) or (B, F, outputs))``: sorted feature ids and
         their normalised scaled values, 0 for repeats and padding (the twin of
         :meth:`classifier.layers.ngrams.BagOfNgrams.feature_values`, in float32 as it is)."""
-        plain = ngram_features(token_ids, self.vocab_size, self.buckets, self.order)
-        if not self.reads_scope:
+        plain, negated, before, sentence = self._by_position(token_ids)
+        if not self.reads_scope and not self.short_length:
             features, sign, weight = np.sort(plain, axis=-1), 1.0, 1.0
         else:
-            negated, before = self._by_position(token_ids, plain)
             keys = np.where(plain > 0, plain * 4 + negated * 2 + before, 0)
             if self.negation > 0:
                 own = np.where(negated > 0, self._own(plain) * 4 + before, 0)
                 keys = np.concatenate([keys, own], axis=1)
             keys = np.sort(keys, axis=-1)
-            features = keys // 4
+            features = self._placed(keys // 4, sentence)
             sign = np.where((keys // 2) % 2 > 0, np.float32(-self.negation), np.float32(1))
             weight = np.where(keys % 2 > 0, np.float32(self.contrast), np.float32(1))
         previous = np.pad(features[:, :-1], ((0, 0), (1, 0)))
@@ -159,18 +166,41 @@ class NgramWeights:
         norm = np.sqrt(np.sum(np.square(values), axis=1, keepdims=True))
         return features, values / np.maximum(norm, np.float32(1e-12))
 
-    def _by_position(self, token_ids: np.ndarray, plain: np.ndarray):
-        """0/1 (int64) where each of ``plain``'s real n-grams (by position) ends on a negated
-        word, and before a contrast word (:meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams.
-        _by_position`'s flags)."""
-        scope = scope_of(token_ids, self.negation_words)
-        negated, before = (flag.astype(np.int64) for flag in scope)
-        if self.negation == 0:
-            negated = np.zeros_like(negated)
+    def _by_position(self, token_ids: np.ndarray):
+        """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._by_position`: the features by
+        position within their block, their negated and before-contrast flags (int64), and
+        whether each input is a sentence (B, 1)."""
+        ids = np.asarray(token_ids, dtype=np.int64)
+        plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
+        sentence = (ids > 0).sum(axis=1, keepdims=True) < self.short_length
+        if self.reads_scope:
+            negated, before = scope_of(ids, self.negation_words)
+            if self.short_length:
+                negated = np.where(sentence, scope_of(ids, commas=False)[0], negated)
+            negated = negated.astype(np.int64) * int(self.negation > 0)
+            before = before.astype(np.int64)
+        else:
+            negated = before = np.zeros_like(ids)
         flags = [
             np.concatenate([f[:, n:] for n in range(self.order)], axis=1) for f in (negated, before)
         ]
-        return tuple(np.where(plain > 0, flag, 0) for flag in flags)
+        if self.letters:
+            grams = self.letter_ids[ids[:, : self.short_length]].astype(np.int64)  # (B, S, G)
+            grams = np.where(sentence[:, :, None], grams, 0)
+            for i, flag in enumerate((negated, before)):
+                spread = np.broadcast_to(flag[:, : self.short_length, None], grams.shape)
+                flags[i] = np.concatenate([flags[i], spread.reshape(len(ids), -1)], axis=1)
+            plain = np.concatenate([plain, grams.reshape(len(ids), -1)], axis=1)
+        negated, before = (np.where(plain > 0, flag, 0) for flag in flags)
+        return plain, negated, before, sentence
+
+    def _placed(self, features: np.ndarray, sentence: np.ndarray) -> np.ndarray:
+        """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._placed`."""
+        if not self.short_length:
+            return features
+        return np.where(
+            sentence & (features > 0), features + self.vocab_size + self.buckets, features
+        )
 
     def _own(self, features: np.ndarray) -> np.ndarray:
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._own`."""
@@ -261,6 +291,8 @@ def load_explain_parts(bundle) -> ExplainParts:
             content = read_checked(folder, NGRAMS_FILE, bundle.info.files, shown)
             with np.load(io.BytesIO(content), allow_pickle=False) as arrays:
                 loaded = {name: arrays[name] for name in NGRAM_ARRAYS}
+                if "letter_ids" in arrays:  # a bag that reads its sentences' letters
+                    loaded["letter_ids"] = arrays["letter_ids"]
             ngrams = NgramWeights(
                 vocab_size=int(described["vocab_size"]),
                 buckets=int(described["buckets"]),
@@ -269,6 +301,8 @@ def load_explain_parts(bundle) -> ExplainParts:
                 negation=float(described.get("negation", 0.0)),
                 contrast=float(described.get("contrast", 1.0)),
                 negation_words=int(described.get("negation_words", 0)),
+                short_length=int(described.get("short_length", 0)),
+                letters=int(described.get("letters", 0)),
                 **loaded,
             )
         if "attention" in entry:

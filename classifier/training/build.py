@@ -8,6 +8,8 @@ Example (with the data at hand)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import keras
 import tensorflow as tf
 
@@ -23,16 +25,18 @@ def new_model(
     train_batches: tf.data.Dataset,
     encoder: PretrainedEncoder | None = None,
     num_classes: int = 2,
+    vocabulary: Sequence[str] = (),
 ) -> keras.Model:
     """A fresh compiled classifier of ``num_classes``; a variant that learns from the training
-    reviews before training (``bow``: its idf weights) does so from ``train_batches``. With
+    reviews before training (``bow``: its idf weights) does so from ``train_batches`` (and the
+    vectorizer's ``vocabulary``: ``nbow``'s letter n-grams). With
     ``encoder`` (``model.init_from``) its embedding and encoder start from the pretrained
     weights."""
     model = build_classifier(cfg.model, cfg.data.vocab_size, cfg.data.sequence_length, num_classes)
     if encoder is not None:
         encoder.copy_into(model)
     if prepare := variants.get(cfg.model.variant).prepare_function():
-        prepare(model, train_batches)
+        prepare(model, train_batches, vocabulary)
     model.compile(
         optimizer=optimizer(cfg.train),
         loss="sparse_categorical_crossentropy",

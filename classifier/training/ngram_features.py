@@ -68,9 +68,10 @@ from classifier.models.optimizers import FusedAdam
 from classifier.runs.lifecycle import built_for_fit
 
 #: The most reviews (training and validation together, counted as their batches times the batch
-#: size) whose features a run holds in memory: about 0.6 GB at `nbow`'s 700 features a review
-#: (``nbow_attention``'s first 512 token ids add at most 0.4 GB).
-MAX_REVIEWS_IN_MEMORY = 100_000
+#: size) whose features a run holds in memory: about 0.9 GB at `nbow`'s 700 features a review
+#: (``nbow_attention``'s first 512 token ids add at most 0.6 GB); short texts hold far fewer
+#: (a treebank phrase about 60, its letter n-grams included).
+MAX_REVIEWS_IN_MEMORY = 150_000
 
 
 #: Lazy steps that one call of Keras' training function runs: a lazy step of 64 IMDB reviews takes

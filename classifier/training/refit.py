@@ -90,7 +90,7 @@ def refit(
     vectorizer = encoder.vectorizer(cfg.data) if encoder else build_vectorizer(cfg.data, labelled)
     splits = RawSplits(labelled, raw.validation, raw.test, raw.labels)
     data = make_datasets(cfg.data, splits, vectorizer, seed=cfg.train.seed)
-    model = new_model(cfg, data.train, encoder, len(raw.labels))
+    model = new_model(cfg, data.train, encoder, len(raw.labels), vectorizer.get_vocabulary())
     mlflow.log_param("data.refit_train_reviews", reviews)
     mlflow.set_tag(REFIT_TAG, "true")
     echo(f"refit: a fresh model on all {reviews:,} labelled reviews for {epochs} epochs")

@@ -183,7 +183,7 @@ def _start(cfg: Config, checkpoint: Path | None, workdir: Path, echo) -> RunStat
         best_weights = checkpoint / "best.weights.h5"
     else:
         status(echo, "building the model")
-        model = new_model(cfg, data.train, encoder, len(raw.labels))
+        model = new_model(cfg, data.train, encoder, len(raw.labels), vectorizer.get_vocabulary())
         best_weights = None
     return RunState(
         cfg, workdir, echo, raw, vectorizer, progress, seed, data, model, encoder, best_weights

@@ -24,10 +24,10 @@ WORDS = {
 }
 
 
-def reading(ids: np.ndarray, words: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The scope read word by word: a negation opens it, an end, a comma or a contrast word
-    closes it (and, with ``words``, the word after that many); and, read backwards, whether a
-    contrast word follows in the sentence."""
+def reading(ids: np.ndarray, words: int = 0, commas: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The scope read word by word: a negation opens it, an end, a comma (with ``commas``) or
+    a contrast word closes it (and, with ``words``, the word after that many); and, read
+    backwards, whether a contrast word follows in the sentence."""
     negation = set(range(*WHERE.negations))
     contrast = set(range(*WHERE.contrasts))
     negated, before = np.zeros(ids.shape, bool), np.zeros(ids.shape, bool)
@@ -35,7 +35,7 @@ def reading(ids: np.ndarray, words: int = 0) -> tuple[np.ndarray, np.ndarray]:
         scope, since = False, 0
         for t, token in enumerate(review):
             since += 1
-            if token in (END, COMMA) or token in contrast:
+            if token == END or (commas and token == COMMA) or token in contrast:
                 scope = False
             elif token in negation:
                 scope, since = True, 0
@@ -58,9 +58,11 @@ def test_the_ids_are_those_of_the_reserved_words():
 
 
 @pytest.mark.parametrize(
-    ("length", "words"), [(1, 0), (2, 0), (7, 0), (64, 0), (2500, 0), (64, 1), (64, 4), (2500, 4)]
-)
-def test_the_scope_is_a_word_by_word_reading(length, words):
+    ("length", "words", "commas"),
+    [(1, 0, True), (2, 0, True), (7, 0, True), (64, 0, True), (2500, 0, True), (64, 1, True),
+     (64, 4, True), (2500, 4, True), (7, 0, False), (64, 0, False), (2500, 0, False)],
+)  # fmt: skip
+def test_the_scope_is_a_word_by_word_reading(length, words, commas):
     rng = np.random.default_rng(length)
     # mostly words, often a negation, an end or a contrast word, padding at the end of some
     ids = rng.choice([*range(40, 60), END, COMMA, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
@@ -68,11 +70,12 @@ def test_the_scope_is_a_word_by_word_reading(length, words):
     if length > 3:
         ids[2] = 45
         ids[2, 0] = NOT  # a scope that runs to the very end of the longest review
-    negated, before = reading(ids, words)
-    tf_negated, tf_before = (ops.convert_to_numpy(a) for a in negation_scope(ids, length, words))
+    negated, before = reading(ids, words, commas)
+    scope = negation_scope(ids, length, words, commas)
+    tf_negated, tf_before = (ops.convert_to_numpy(a) for a in scope)
     np.testing.assert_array_equal(tf_negated, negated)
     np.testing.assert_array_equal(tf_before, before)
-    np_negated, np_before = scope_of(ids, words)
+    np_negated, np_before = scope_of(ids, words, commas)
     np.testing.assert_array_equal(np_negated, negated)
     np.testing.assert_array_equal(np_before, before)
     if length > 3:

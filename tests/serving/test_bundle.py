@@ -280,6 +280,31 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
     np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
+def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_explains(tmp_path):
+    vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
+    vectorizer.adapt(np.array(texts()))
+    cfg = ModelConfig(
+        variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, short_length=6, letters=5
+    )
+    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
+    model = spread(build_end_to_end(vectorizer, classifier))
+    classifier_of(model).get_layer("bag").set_letters(vectorizer.get_vocabulary())  # not random
+    model = saved_and_loaded(model, tmp_path)
+    assert keras.ops.convert_to_numpy(classifier_of(model).get_layer("bag").letter_ids).any()
+    folder = write_bundle(model, tmp_path / "bundle")  # checks the twin and LiteRT against Keras
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["explain"]["ngrams"] == {
+        "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
+        "negation": 0.5, "contrast": 0.25, "negation_words": 0, "short_length": 6, "letters": 5,
+    }  # fmt: skip
+    bundle = load_bundle(folder)
+    assert_same_probabilities(model, bundle)
+    for review in ("not dull. But great", "The plot was not dull. But great and the film"):
+        from_bundle, from_keras = explain_text(bundle, review), explain_text(model, review)
+        assert from_bundle.tokens == from_keras.tokens
+        np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
+
+
 def test_a_classifier_that_needs_its_exact_length_is_refused(tmp_path):
     token_ids = keras.Input(shape=(SEQUENCE_LENGTH,), dtype="int64", name="token_ids")
     x = keras.layers.Embedding(len(WORDS) + 2, 4)(token_ids)

@@ -1,0 +1,75 @@
+"""More labelled texts for training only (``data.extra``): rows that join the training split of
+whatever ``data.source`` gives (IMDB by default), never validation or test, so that what a run
+is chosen and scored on stays the source's own.
+
+A treebank's trees (``.txt``) add every distinct labelled phrase of every tree; any other source
+its rows. ``data.extra_label_map`` names their labels as the source's classes (``0=negative,
+1=negative, 2=, 3=positive, 4=positive`` makes the treebank's five labels IMDB's two, dropping
+the neutral ones); without it the labels must be the source's class names already. A label the
+map lacks, a class the source does not have, or nothing left is one line naming the file.
+
+Example::
+
+    texts, ids = extra_rows(DataConfig(extra="trees/train.txt",
+                                       extra_label_map="0=negative, 1=negative, 2=, 3=positive, 4=positive"),
+                            ("negative", "positive"))
+    len(texts), ids[:3]  # (77616, array([1, 1, 1]))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from classifier.config.checks import parse_label_map
+from classifier.config.schema import DataConfig
+from classifier.data import files
+from classifier.errors import DataError
+
+
+def extra_rows(cfg: DataConfig, labels: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
+    """The texts of ``cfg.extra`` and their label ids among ``labels`` (the source's classes).
+
+    Raises:
+        DataError: as the module's docstring says, or the file's own bad input.
+    """
+    path = str(cfg.extra)
+    relabel = parse_label_map(cfg.extra_label_map) if cfg.extra_label_map else None
+    index = {name: code for code, name in enumerate(labels)}
+    texts, codes = [], []
+    phrases = files.source_format(path) == "treebank"
+    for record in files.records(path, cfg.text_field, cfg.label_field, phrases=phrases):
+        name: str | None = record.label
+        if relabel is not None:
+            if record.label not in relabel:
+                raise DataError(
+                    f"{path}: {record.where}: label '{record.label}' is not in "
+                    "data.extra_label_map; map it to a class, or drop its rows with "
+                    f"'{record.label}='"
+                )
+            name = relabel[record.label]
+        if name is None:
+            continue
+        if name not in index:
+            raise DataError(
+                f"{path}: {record.where}: class '{name}' is not one of the training classes "
+                f"({', '.join(labels)}); map it with data.extra_label_map"
+            )
+        texts.append(record.text)
+        codes.append(index[name])
+    if not texts:
+        raise DataError(f"{path}: no row left to add to training (data.extra_label_map drops all)")
+    return texts, np.array(codes, dtype=np.int64)
+
+
+def extra_line(cfg: DataConfig, added: int) -> str:
+    """What ``classify data`` says of the extra rows.
+
+    Example:
+        >>> extra_line(DataConfig(extra="trees/train.txt"), 77616)
+        'train adds 77,616 rows of trees/train.txt (every labelled phrase of its trees, each once)'
+    """
+    phrases = files.FORMATS.get(Path(str(cfg.extra)).suffix.lower()) == "treebank"
+    how = " (every labelled phrase of its trees, each once)" if phrases else ""
+    return f"train adds {added:,} rows of {cfg.extra}{how}"

@@ -1,0 +1,191 @@
+"""A bag of n-grams that reads short inputs as sentences (``short_length``): their features in
+a block of their own, a negation's scope to the sentence's end, and (``letters``) each word's
+letter n-grams signed as the word is read; in TensorFlow and in its NumPy twin alike, and the
+word contributions still add up to the log-odds."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from classifier.config.negation import reserved_words, scope_ids
+from classifier.explain.measures import word_contributions
+from classifier.layers.nb_ngrams import NaiveBayesNgrams, letter_ngrams, letter_table
+from classifier.serving.explain_parts import NgramWeights
+from tests.layer_checks import run_layer_test
+
+WHERE = scope_ids()
+END, COMMA, NOT, BUT = WHERE.end, WHERE.comma, WHERE.negations[0], WHERE.contrasts[0]
+WORDS = ["the", "film", "was", "bad", "good", "at", "all", "plot"]
+IDS = {word: 40 + i for i, word in enumerate(WORDS)}
+VOCAB, BUCKETS = 60, 4096
+#: The vectorizer's vocabulary: padding, OOV, the reserved words at their ids, the words above.
+VOCABULARY = ["", "[UNK]", *reserved_words()]
+VOCABULARY += [f"w{i}" for i in range(len(VOCABULARY), 40)] + WORDS
+VOCABULARY += [f"x{i}" for i in range(len(VOCABULARY), VOCAB)]
+
+
+def ids_of(text: str, length: int = 0) -> np.ndarray:
+    table = {**IDS, ".": END, ",": COMMA, "not": NOT, "but": BUT}
+    ids = [table[word] for word in text.split()]
+    return np.array([ids + [0] * (length - len(ids))])
+
+
+def bag(short_length: int = 6, letters: int = 0, negation: float = 1.0, buckets: int = BUCKETS):
+    layer = NaiveBayesNgrams(
+        VOCAB, buckets, 2, order=2, negation=negation, contrast=0.25, max_length=16,
+        negation_words=2, short_length=short_length, letters=letters,
+    )  # fmt: skip
+    layer.build((None, None))
+    layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
+    layer.set_letters(VOCABULARY)
+    return layer
+
+
+def weights_of(layer: NaiveBayesNgrams, text: str, length: int = 0) -> dict[int, float]:
+    features, weights = (ops.convert_to_numpy(a)[0] for a in layer.entries(ids_of(text, length)))
+    return {int(f): float(w) for f, w in zip(features, weights, strict=True) if w}
+
+
+def test_a_sentence_has_a_block_of_its_own():
+    layer, block = bag(short_length=6), VOCAB + BUCKETS
+    assert layer.feature_count == 2 * block and layer.kernel.shape[0] == 2 * block
+    review = weights_of(layer, "the film was good . the plot")  # 7 ids: a review
+    sentence = weights_of(layer, "the film was good")  # 4 ids: a sentence
+    assert IDS["good"] in review and max(review) < block
+    assert IDS["good"] + block in sentence and min(sentence) >= block
+    # the padding does not count: the same sentence padded to 12 ids is still a sentence
+    assert weights_of(layer, "the film was good", length=12) == sentence
+    # without short_length every input is read as a review
+    assert max(weights_of(bag(short_length=0), "the film was good")) < block
+
+
+def test_a_sentences_negation_reaches_its_end_past_a_comma_and_the_word_limit():
+    layer, block = bag(short_length=8), VOCAB + BUCKETS
+    bad = IDS["bad"]
+    # a sentence: "not" reaches "bad" past the comma and the two-word limit
+    assert weights_of(layer, "not the film , bad")[bad + block] == -1.0
+    # a review (8 ids or more): the comma ends the scope, as model.negation_words' clause
+    assert weights_of(layer, "not the film , bad . the plot")[bad] == 1.0
+    assert weights_of(layer, "not bad . the film was the plot")[bad] == -1.0
+    # a contrast word or the sentence's end still ends a sentence's scope
+    assert weights_of(layer, "not good but bad")[bad + block] == 1.0
+    assert weights_of(layer, "not good but bad")[IDS["good"] + block] == -0.25
+    assert weights_of(layer, "not good . bad")[bad + block] == 1.0
+
+
+def test_letter_ngrams_are_the_words_edges_and_insides():
+    assert letter_ngrams("bad") == ["<ba", "bad", "ad>", "<bad", "bad>", "<bad>"]
+    table = letter_table(VOCABULARY, VOCAB, BUCKETS, 8)
+    assert not table[:2].any() and not table[WHERE.end].any()  # padding, OOV, "."
+    assert (table[IDS["bad"], :6] >= VOCAB).all() and not table[IDS["bad"], 6:].any()
+    assert (table[IDS["plot"]] > 0).all()  # 9 of its letter n-grams: the first 8 kept
+
+
+def test_a_sentences_words_add_their_letters_signed_as_the_word():
+    layer, block = bag(short_length=8, letters=12), VOCAB + BUCKETS
+    letters = {
+        int(f) + block for f in letter_table(VOCABULARY, VOCAB, BUCKETS, 12)[IDS["bad"]] if f
+    }
+    plain = weights_of(layer, "the film was bad")
+    assert letters <= set(plain) and all(plain[f] == 1.0 for f in letters)
+    negated = weights_of(layer, "the film was not bad")
+    assert all(negated[f] == -1.0 for f in letters)  # minus themselves, as "bad" is
+    review = weights_of(layer, "the film was bad . the plot was good")
+    assert not letters & set(review) and max(review) < block  # a review reads no letters
+
+
+@pytest.mark.parametrize(("letters", "negation"), [(0, 1.0), (12, 1.0), (12, 0.0)])
+def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negation):
+    rng = np.random.default_rng(letters)
+    layer = bag(short_length=8, letters=letters, negation=negation, buckets=97)
+    layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
+    layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
+    numpy = keras.ops.convert_to_numpy
+    twin = NgramWeights(
+        VOCAB, 97, 2, "ratio", numpy(layer.scale), numpy(layer.kernel), numpy(layer.bias),
+        np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=negation, contrast=0.25,
+        negation_words=2, short_length=8, letters=letters,
+        letter_ids=numpy(layer.letter_ids) if letters else None,
+    )  # fmt: skip
+    for text in ("the film was not bad , at all", "not good but the plot . bad at all good"):
+        ids = ids_of(text)
+        features, values = twin.feature_values(ids)
+        np.testing.assert_array_equal(features, numpy(layer.feature_values(ids)[0]))
+        np.testing.assert_allclose(values, numpy(layer.feature_values(ids)[1]), atol=1e-6)
+        positions = twin.features(ids)[0]
+        np.testing.assert_array_equal(positions, numpy(layer.features_by_position(ids))[0])
+        probability, shares = word_contributions(twin, features[0], values[0], positions, ids.size)
+        logits = numpy(layer(ids))[0]
+        assert shares.sum() == pytest.approx(logits[1] - logits[0], abs=1e-5)
+        assert probability == pytest.approx(1 / (1 + np.exp(logits[0] - logits[1])), abs=1e-6)
+
+
+def test_the_layer_saves_and_loads(tmp_path):
+    run_layer_test(
+        NaiveBayesNgrams,
+        init_kwargs={
+            "vocab_size": 60,
+            "buckets": 97,
+            "outputs": 2,
+            "order": 3,
+            "negation": 0.5,
+            "contrast": 0.25,
+            "max_length": 12,
+            "short_length": 6,
+            "letters": 4,
+        },  # fmt: skip
+        input_data=np.array([[40, NOT, 41, 42, END, 43, BUT, 44, 0, 0, 0, 0]]),
+        tmp_path=tmp_path,
+        expected_output_shape=(1, 2),
+        expected_num_trainable_weights=2,
+        expected_num_non_trainable_weights=2,
+    )
+
+
+def test_letters_need_sentences():
+    with pytest.raises(ValueError, match="short_length"):
+        NaiveBayesNgrams(60, 97, 2, letters=4)
+
+
+def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
+    from classifier.config.schema import ModelConfig
+    from classifier.models.classifier import build_classifier, set_log_count_ratios
+
+    cfg = ModelConfig(
+        variant="nbow", ngram_buckets=BUCKETS, negation=1.0, short_length=8, letters=12
+    )
+    classifier = build_classifier(cfg, VOCAB, 16)
+    batches = [(ids_of("the film was not bad", 8), np.array([1])), (ids_of("bad"), np.array([0]))]
+    set_log_count_ratios(classifier, batches, VOCABULARY)
+    layer = classifier.get_layer("bag")
+    table = letter_table(VOCABULARY, VOCAB, BUCKETS, 12)
+    np.testing.assert_array_equal(ops.convert_to_numpy(layer.letter_ids), table)
+    ratios, block = ops.convert_to_numpy(layer.ratio), VOCAB + BUCKETS
+    film, bad = (block + int(table[IDS[word], 0]) for word in ("film", "bad"))  # "<fi", "<ba"
+    assert ratios[film] > 0.5  # in the positive sentence alone
+    assert abs(ratios[bad]) < 0.01  # in both (negated in the positive one: present all the same)
+    assert ratios[IDS["film"]] == ratios[IDS["plot"]]  # no review: the reviews' block is unseen
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (["model.variant=attention", "model.short_length=30"],
+         "model.short_length reads sentences in a block of nbow's and nbow_attention's n-grams; "
+         "model.variant='attention' has none (set it to 0)"),
+        (["model.variant=nbow", "model.letters=8"],
+         "model.letters are read in sentences: set model.short_length too"),
+        (["model.variant=nbow", "model.short_length=-1"],
+         "model.short_length must not be negative, got -1"),
+    ],
+)  # fmt: skip
+def test_bad_sentence_settings_are_one_line(settings, message):
+    from classifier.config.schema import load_config
+    from classifier.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, settings)
+    assert str(caught.value) == message

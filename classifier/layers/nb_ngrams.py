@@ -27,6 +27,14 @@ Chen 2001) for what the flip gets wrong; an n-gram whose last word stands before
 in its sentence counts ``contrast`` times. A feature present both ways in one review takes its
 first in this order: plain, plain before a contrast, negated, negated before a contrast.
 
+**Sentences** (``short_length`` > 0). An input of fewer token ids (a typed sentence, a phrase)
+puts its features in a block of their own after the reviews' (``feature_count`` doubles): its
+n-grams learn NB ratios and weights apart from those of reviews, and a negation's scope runs to
+the sentence's end or a contrast word (a comma and ``negation_words`` do not end it). With
+``letters``, each of its words adds its letter 3-5-grams (:func:`letter_ngrams`, hashed into the
+block by a table of the vocabulary's words, :meth:`NaiveBayesNgrams.set_letters`), read as the
+word is: minus themselves in a negation's scope.
+
 Example:
     >>> layer = NaiveBayesNgrams(vocab_size=10, buckets=16, outputs=2)
     >>> tuple(layer(np.array([[3, 4, 5, 0]])).shape)

@@ -346,11 +346,13 @@ def test_train_on_a_file_without_a_config_trains_the_shipped_recipe(
     result = run("train", "--data", str(path), "--set", "train.registered_model=mine")
     assert result.exit_code == 0, result.output
     assert result.output == (
-        "classify: note: training the recipe make train ships (configs/train.yaml); --config or "
-        "--set model.variant=... chooses another\n"
+        "classify: note: training the recipe make train ships (configs/train.yaml) without its "
+        "data.extra (IMDB's added texts); --config or --set model.variant=... chooses another\n"
     )
     shipped = load_config(
-        ROOT / "configs" / "train.yaml", ["train.registered_model=mine", f"data.source={path}"]
+        ROOT / "configs" / "train.yaml",
+        ["train.registered_model=mine", f"data.source={path}", "data.extra=null"]
+        + ["data.extra_label_map=null"],
     )
     assert trained == [shipped]
     assert (shipped.model.variant, shipped.model.negation, shipped.data.sentences) == (

@@ -24,7 +24,7 @@ import numpy as np
 
 from classifier.config.checks import parse_label_map
 from classifier.config.schema import DataConfig
-from classifier.data import files
+from classifier.data import files, named
 from classifier.errors import DataError
 
 
@@ -35,6 +35,11 @@ def extra_rows(cfg: DataConfig, labels: tuple[str, ...]) -> tuple[list[str], np.
         DataError: as the module's docstring says, or the file's own bad input.
     """
     path = str(cfg.extra)
+    if not named.is_named(path) and not Path(path).exists():
+        raise DataError(
+            f"data.extra: {path} not found (the added training texts); put it there, or set "
+            "data.extra and data.extra_label_map to null to train without them"
+        )
     relabel = parse_label_map(cfg.extra_label_map) if cfg.extra_label_map else None
     index = {name: code for code, name in enumerate(labels)}
     texts, codes = [], []

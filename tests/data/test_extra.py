@@ -63,6 +63,15 @@ def test_bad_extra_rows_are_one_line(tmp_path, rows, label_map, message):
     assert str(caught.value) == message.replace("more.csv", str(extra))
 
 
+def test_a_missing_extra_file_is_one_line_that_says_how_to_do_without(tmp_path):
+    with pytest.raises(DataError) as caught:
+        extra_rows(config(source_csv(tmp_path), tmp_path / "no" / "trees.txt"), LABELS)
+    assert str(caught.value) == (
+        f"data.extra: {tmp_path / 'no' / 'trees.txt'} not found (the added training texts); put it "
+        "there, or set data.extra and data.extra_label_map to null to train without them"
+    )
+
+
 def test_a_label_map_for_extra_needs_extra():
     with pytest.raises(ConfigError, match="data.extra_label_map is set but data.extra is not"):
         load_config(None, [f"data.extra_label_map={SST2}"])

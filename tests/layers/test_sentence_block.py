@@ -11,10 +11,10 @@ import pytest
 from keras import ops
 
 from classifier.config.negation import reserved_words, scope_ids
-from classifier.explain.measures import word_contributions
 from classifier.layers.nb_ngrams import NaiveBayesNgrams, letter_ngrams, letter_table
 from classifier.serving.explain_parts import NgramWeights
 from tests.layer_checks import run_layer_test
+from tests.ngram_checks import assert_twin_explains_the_layer
 
 WHERE = scope_ids()
 END, COMMA, NOT, BUT = WHERE.end, WHERE.comma, WHERE.negations[0], WHERE.contrasts[0]
@@ -111,16 +111,7 @@ def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negat
         letter_ids=numpy(layer.letter_ids) if letters else None,
     )  # fmt: skip
     for text in ("the film was not bad , at all", "not good but the plot . bad at all good"):
-        ids = ids_of(text)
-        features, values = twin.feature_values(ids)
-        np.testing.assert_array_equal(features, numpy(layer.feature_values(ids)[0]))
-        np.testing.assert_allclose(values, numpy(layer.feature_values(ids)[1]), atol=1e-6)
-        positions = twin.features(ids)[0]
-        np.testing.assert_array_equal(positions, numpy(layer.features_by_position(ids))[0])
-        probability, shares = word_contributions(twin, features[0], values[0], positions, ids.size)
-        logits = numpy(layer(ids))[0]
-        assert shares.sum() == pytest.approx(logits[1] - logits[0], abs=1e-5)
-        assert probability == pytest.approx(1 / (1 + np.exp(logits[0] - logits[1])), abs=1e-6)
+        assert_twin_explains_the_layer(layer, twin, ids_of(text))
 
 
 def test_the_layer_saves_and_loads(tmp_path):

@@ -153,7 +153,10 @@ def test_the_word_contributions_add_up_with_negation(words):
     )
 
 
-def test_the_layer_saves_and_loads(tmp_path):
+@pytest.mark.parametrize(
+    ("sentences", "non_trainable"), [({}, 1), ({"short_length": 6, "letters": 4}, 2)]
+)  # a bag that reads sentences and their letters holds its table of letter n-grams too
+def test_the_layer_saves_and_loads(tmp_path, sentences, non_trainable):
     run_layer_test(
         NaiveBayesNgrams,
         init_kwargs={
@@ -164,12 +167,13 @@ def test_the_layer_saves_and_loads(tmp_path):
             "negation": 0.5,
             "contrast": 0.25,
             "max_length": 12,
+            **sentences,
         },  # fmt: skip
         input_data=np.array([[40, NOT, 41, 42, END, 43, BUT, 44, 0, 0, 0, 0]]),
         tmp_path=tmp_path,
         expected_output_shape=(1, 2),
         expected_num_trainable_weights=2,
-        expected_num_non_trainable_weights=1,
+        expected_num_non_trainable_weights=non_trainable,
     )
 
 

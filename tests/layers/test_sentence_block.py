@@ -13,7 +13,6 @@ from keras import ops
 from classifier.config.negation import reserved_words, scope_ids
 from classifier.layers.nb_ngrams import NaiveBayesNgrams, letter_ngrams, letter_table
 from classifier.serving.explain_parts import NgramWeights
-from tests.layer_checks import run_layer_test
 from tests.ngram_checks import assert_twin_explains_the_layer
 
 WHERE = scope_ids()
@@ -112,28 +111,6 @@ def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negat
     )  # fmt: skip
     for text in ("the film was not bad , at all", "not good but the plot . bad at all good"):
         assert_twin_explains_the_layer(layer, twin, ids_of(text))
-
-
-def test_the_layer_saves_and_loads(tmp_path):
-    run_layer_test(
-        NaiveBayesNgrams,
-        init_kwargs={
-            "vocab_size": 60,
-            "buckets": 97,
-            "outputs": 2,
-            "order": 3,
-            "negation": 0.5,
-            "contrast": 0.25,
-            "max_length": 12,
-            "short_length": 6,
-            "letters": 4,
-        },  # fmt: skip
-        input_data=np.array([[40, NOT, 41, 42, END, 43, BUT, 44, 0, 0, 0, 0]]),
-        tmp_path=tmp_path,
-        expected_output_shape=(1, 2),
-        expected_num_trainable_weights=2,
-        expected_num_non_trainable_weights=2,
-    )
 
 
 def test_letters_need_sentences():

@@ -73,8 +73,11 @@ def extra_line(cfg: DataConfig, added: int) -> str:
 
     Example:
         >>> extra_line(DataConfig(extra="trees/train.txt"), 77616)
-        'train adds 77,616 rows of trees/train.txt (every labelled phrase of its trees, each once)'
+        "train adds 77,616 rows of trees/train.txt (its trees' labelled phrases, each once)"
+        >>> extra_line(DataConfig(extra="t.txt", extra_label_map="0=a, 1=b, 2="), 9)[-43:]
+        'that data.extra_label_map keeps, each once)'
     """
     phrases = files.FORMATS.get(Path(str(cfg.extra)).suffix.lower()) == "treebank"
-    how = " (every labelled phrase of its trees, each once)" if phrases else ""
+    kept = " that data.extra_label_map keeps" if cfg.extra_label_map else ""
+    how = f" (its trees' labelled phrases{kept}, each once)" if phrases else ""
     return f"train adds {added:,} rows of {cfg.extra}{how}"

@@ -104,6 +104,7 @@ def test_describe_counts_the_extra_rows(tmp_path):
     lines = describe(config(source, trees, f"data.extra_label_map={SST2}")).splitlines()
     count = len(extra_rows(config(source, trees, f"data.extra_label_map={SST2}"), LABELS)[0])
     assert lines[2] == (
-        f"train adds {count:,} rows of {trees} (every labelled phrase of its trees, each once)"
+        f"train adds {count:,} rows of {trees} (its trees' labelled phrases that "
+        "data.extra_label_map keeps, each once)"
     )
     assert count == 14  # the six trees' non-neutral phrases, each once

@@ -94,7 +94,7 @@ def child(source: str | None) -> dict:
     data = make_datasets(cfg.data, raw, vectorizer, seed=cfg.train.seed)  # counts, caches
     seconds["ids"] = time.perf_counter() - start
     start = time.perf_counter()
-    model = new_model(cfg, data.train, None, len(raw.labels))  # nbow: its NB counts
+    model = new_model(cfg, data.train, None, len(raw.labels), vectorizer.get_vocabulary())
     seconds["nb_counts"] = time.perf_counter() - start
     start = time.perf_counter()
     model.fit(data.train, epochs=1, shuffle=False, verbose=0)

@@ -215,7 +215,10 @@ class NaiveBayesNgrams(BagOfNgrams):
 
     def set_letters(self, vocabulary: Sequence[str]) -> None:
         """Set each token id's letter n-gram features from the vectorizer's ``vocabulary``
-        (``get_vocabulary()``: padding and OOV first); nothing for a bag without letters."""
+        (``get_vocabulary()``: padding and OOV first); nothing for a bag without letters. A
+        ValueError for a bag with letters and no vocabulary (its letters would all be 0)."""
+        if self.letters and len(vocabulary) < 3:
+            raise ValueError("a bag that reads letters needs the vectorizer's vocabulary")
         if self.letters:
             table = letter_table(vocabulary, self.vocab_size, self.buckets, self.letters)
             self.letter_ids.assign(table)

@@ -113,9 +113,12 @@ def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negat
         assert_twin_explains_the_layer(layer, twin, ids_of(text))
 
 
-def test_letters_need_sentences():
+def test_letters_need_sentences_and_the_vocabulary():
     with pytest.raises(ValueError, match="short_length"):
         NaiveBayesNgrams(60, 97, 2, letters=4)
+    with pytest.raises(ValueError, match="needs the vectorizer's vocabulary"):
+        bag(letters=4).set_letters(())
+    bag(letters=0).set_letters(())  # a bag without letters needs none
 
 
 def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():

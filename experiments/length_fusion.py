@@ -65,11 +65,14 @@ def log_odds(model, scaled) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
-def letter_features(texts, settings, vocabulary: dict[str, int], build: bool, known=None):
+def signed_letters(
+    texts, settings, vocabulary: dict[str, int], build: bool, known=None, repeats: str = "sum"
+):
     """Each word's letter 3-5-grams (``<word>`` with its edges, as fastText), signed as the word
-    is read: minus within a negation's scope, times the contrast weight before "but"; each
-    row L2-normalised. ``chars=W`` weighs them ``W`` beside the word n-grams, in the sentence
-    reader only: a typo keeps most of a word's letter n-grams ("terible", "terrible")."""
+    is read: minus within a negation's scope, times the contrast weight before "but"; not
+    normalised. A gram a text holds more than once: its signs summed (``repeats="sum"``) or
+    the largest (``"max"``, as ``one_bag.py`` reads it). ``known``: the words that have
+    letters (``letters=N``; None: all)."""
     _, gamma, window, contrast, comma, most = settings
     rows, cols, vals = [], [], []
     for row, text in enumerate(texts):
@@ -84,11 +87,23 @@ def letter_features(texts, settings, vocabulary: dict[str, int], build: bool, kn
                     gram = edged[i : i + n]
                     if build:
                         vocabulary.setdefault(gram, len(vocabulary))
-                    if gram in vocabulary:
-                        seen[vocabulary[gram]] = seen.get(vocabulary[gram], 0.0) + sign
+                    if gram not in vocabulary:
+                        continue
+                    col = vocabulary[gram]
+                    if repeats == "max":
+                        seen[col] = max(seen.get(col, -9.0), sign)
+                    else:
+                        seen[col] = seen.get(col, 0.0) + sign
         for col, value in seen.items():
             rows.append(row), cols.append(col), vals.append(value)
-    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary)))
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary)))
+
+
+def letter_features(texts, settings, vocabulary: dict[str, int], build: bool, known=None):
+    """:func:`signed_letters`, each row L2-normalised. ``chars=W`` weighs them ``W`` beside the
+    word n-grams, in the sentence reader only: a typo keeps most of a word's letter n-grams
+    ("terible", "terrible")."""
+    matrix = signed_letters(texts, settings, vocabulary, build, known)
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(1)).ravel()) + 1e-9
     return sp.diags(1 / norms) @ matrix
 

@@ -36,28 +36,6 @@ import negation_scope as probe  # noqa: E402
 from classifier.data import treebank  # noqa: E402
 
 
-def letter_counts(texts, settings, vocabulary: dict[str, int], build: bool):
-    """Each word's letter 3-5-grams, signed as the word is read (``length_fusion``'s, not
-    normalised: the bag scales and normalises them with the words)."""
-    _, gamma, window, contrast, comma, most = settings
-    rows, cols, vals = [], [], []
-    for row, text in enumerate(texts):
-        seen: dict[int, float] = {}
-        for word, negated, before in probe.words(text, window, contrast, comma, most):
-            sign = (-gamma if negated else 1.0) * (contrast if before else 1.0)
-            edged = f"<{word}>"
-            for n in (3, 4, 5):
-                for i in range(len(edged) - n + 1):
-                    gram = edged[i : i + n]
-                    if build:
-                        vocabulary.setdefault(gram, len(vocabulary))
-                    if gram in vocabulary:
-                        seen[vocabulary[gram]] = max(seen.get(vocabulary[gram], -9.0), sign)
-        for col, value in seen.items():
-            rows.append(row), cols.append(col), vals.append(value)
-    return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary)))
-
-
 class Block:
     """One block's features: fitted on the training rows it holds, zero on other rows."""
 
@@ -68,7 +46,7 @@ class Block:
         words, self.vocabulary, ratios = probe.nb_features(kept, y, settings)
         parts = [words]
         if letters:
-            grams = letter_counts(kept, settings, self.grams, True)
+            grams = fusion.signed_letters(kept, settings, self.grams, True, repeats="max")
             p = 1 + np.asarray(abs(grams[y == 1]).sum(0)).ravel()
             q = 1 + np.asarray(abs(grams[y == 0]).sum(0)).ravel()
             ratios = np.concatenate([ratios, letters * np.log((p / p.sum()) / (q / q.sum()))])
@@ -88,7 +66,9 @@ class Block:
         kept = [t for t, h in zip(texts, held, strict=True) if h]
         parts = [probe.features(kept, *self.settings, vocabulary=self.vocabulary)[0]]
         if self.letters:
-            parts.append(letter_counts(kept, self.settings, self.grams, False))
+            parts.append(
+                fusion.signed_letters(kept, self.settings, self.grams, False, repeats="max")
+            )
         return self._spread(sp.hstack(parts).tocsr(), held)
 
 

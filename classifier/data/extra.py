@@ -43,8 +43,7 @@ def extra_rows(cfg: DataConfig, labels: tuple[str, ...]) -> tuple[list[str], np.
     relabel = parse_label_map(cfg.extra_label_map) if cfg.extra_label_map else None
     index = {name: code for code, name in enumerate(labels)}
     texts, codes = [], []
-    phrases = files.source_format(path) == "treebank"
-    for record in files.records(path, cfg.text_field, cfg.label_field, phrases=phrases):
+    for record in files.records(path, cfg.text_field, cfg.label_field, phrases=_treebank(path)):
         name: str | None = record.label
         if relabel is not None:
             if record.label not in relabel:
@@ -77,7 +76,12 @@ def extra_line(cfg: DataConfig, added: int) -> str:
         >>> extra_line(DataConfig(extra="t.txt", extra_label_map="0=a, 1=b, 2="), 9)[-43:]
         'that data.extra_label_map keeps, each once)'
     """
-    phrases = files.FORMATS.get(Path(str(cfg.extra)).suffix.lower()) == "treebank"
     kept = " that data.extra_label_map keeps" if cfg.extra_label_map else ""
-    how = f" (its trees' labelled phrases{kept}, each once)" if phrases else ""
+    how = f" (its trees' labelled phrases{kept}, each once)" if _treebank(str(cfg.extra)) else ""
     return f"train adds {added:,} rows of {cfg.extra}{how}"
+
+
+def _treebank(path: str) -> bool:
+    """Whether ``path`` names a treebank's trees (by its suffix, as :func:`files.open_source`
+    tells the formats apart)."""
+    return files.FORMATS.get(Path(path).suffix.lower()) == "treebank"

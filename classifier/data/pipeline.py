@@ -382,13 +382,13 @@ def describe(cfg: DataConfig) -> str:
     rows.append(f"{'unsupervised':<13}{sizes['unsupervised']:>9,}  (unlabelled)")
     text, label = next(iter(raw.train))
     example = text.numpy().decode("utf-8")
-    specs = split_specs(cfg)
+    specs, added = split_specs(cfg), int(raw.train.cardinality()) - cfg.train_size
     return "\n".join(
         [
             f"IMDB reviews (TFDS {DATASET}); TFDS splits: "
             + ", ".join(f"{name} {size:,}" for name, size in sizes.items()),
             f"training = {specs['train']}, validation = {specs['validation']}, test = {specs['test']}",
-            *([extra_line(cfg, extra_rows(cfg, LABELS)[1].size)] if cfg.extra else []),
+            *([extra_line(cfg, added)] if cfg.extra else []),
             "",
             *rows,
             "",

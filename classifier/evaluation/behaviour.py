@@ -25,7 +25,7 @@ Example:
     >>> len(rows), rows[0].capability, rows[0].label
     (1000, 'vocabulary', 'negative')
     >>> [row.text for row in rows if row.capability == "negated_negative"][:2]
-    ['The script was not disappointing at all.', 'This film was never predictable.']
+    ['The cast was not dull at all.', 'This movie was never tedious.']
 """
 
 from __future__ import annotations

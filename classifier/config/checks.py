@@ -141,6 +141,11 @@ def check_negation(d: Any, m: Any) -> None:
             raise ConfigError(f"model.{key} must not be negative, got {getattr(m, key)}")
     if m.letters and not m.short_length:
         raise ConfigError("model.letters are read in sentences: set model.short_length too")
+    if m.letter_weight <= 0 or (m.letter_weight != 1 and not m.letters):
+        raise ConfigError(
+            f"model.letter_weight weighs letter n-grams: above 0, with model.letters set; got "
+            f"{m.letter_weight!r}"
+        )
     if m.short_length and m.variant not in ("nbow", "nbow_attention"):
         raise ConfigError(
             "model.short_length reads sentences in a block of nbow's and nbow_attention's "

@@ -47,9 +47,8 @@ from classifier.errors import ConfigError
 POSITIONS = ("sinusoidal", "learned")
 LABELS = ("negative", "positive")  # label 0, label 1
 TRUNCATE_SIDES = ("head", "tail")
-#: Size of the TFDS ``train`` split, from which both training and validation reviews are taken.
-IMDB_TRAIN_REVIEWS = 25_000
-IMDB_TEST_REVIEWS = 25_000
+#: Sizes of the TFDS ``train`` split (training and validation reviews) and ``test`` split.
+IMDB_TRAIN_REVIEWS = IMDB_TEST_REVIEWS = 25_000
 #: Upper bounds far past any use, so that a slip (10**12) fails here and not deep in TensorFlow:
 #: 25,000 reviews hold far fewer distinct words; the longest review has about 2,500 words (and
 #: batches are padded to ``sequence_length`` before trimming); no batch holds 1,000,000 texts.
@@ -133,6 +132,7 @@ class ModelConfig:
     negation_words: int = 0  # nbow: the most words a negation's scope holds (0: its clause)
     short_length: int = 0  # nbow: inputs of fewer token ids are sentences, read in their own block
     letters: int = 0  # nbow with short_length: letter 3-5-grams a sentence's word adds, at most
+    letter_weight: float = 1.0  # nbow with letters: a letter n-gram's value against a word's
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # a pretrained encoder or classifier: models:/, runs:/, path
 

@@ -289,6 +289,7 @@ NBOW_KEYS = (
     "model.negation_words",
     "model.short_length",
     "model.letters",
+    "model.letter_weight",
 )
 register(
     Variant(

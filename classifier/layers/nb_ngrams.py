@@ -33,7 +33,8 @@ n-grams learn NB ratios and weights apart from those of reviews, and a negation'
 the sentence's end or a contrast word (a comma and ``negation_words`` do not end it). With
 ``letters``, each of its words adds its letter 3-5-grams (:func:`letter_ngrams`, hashed into the
 block by a table of the vocabulary's words, :meth:`NaiveBayesNgrams.set_letters`), read as the
-word is: minus themselves in a negation's scope.
+word is: minus themselves in a negation's scope; ``letter_weight`` scales their values against
+the word n-grams' before the row is normalised.
 
 Example:
     >>> layer = NaiveBayesNgrams(vocab_size=10, buckets=16, outputs=2)
@@ -166,6 +167,10 @@ class NaiveBayesNgrams(BagOfNgrams):
         letters: with ``short_length``, each word of a sentence adds up to this many letter
             3-5-grams (:func:`letter_ngrams`), read as its unigram is (0: none); the table is
             set from the vocabulary by :meth:`set_letters`.
+        letter_weight: with ``letters``, what a letter n-gram counts against a word n-gram's 1
+            (its NB-scaled value times this, before the row is normalised): above 1, a
+            sentence leans on its words' letters, which carry a word's sentiment into its
+            negation and to words the phrases seldom hold.
     """
 
     scale_name = "ratio"
@@ -183,6 +188,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         negation_words: int = 0,
         short_length: int = 0,
         letters: int = 0,
+        letter_weight: float = 1.0,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -192,10 +198,13 @@ class NaiveBayesNgrams(BagOfNgrams):
         self.negation, self.contrast, self.max_length = negation, contrast, max_length
         self.negation_words = negation_words
         self.short_length, self.letters = short_length, letters
+        self.letter_weight = letter_weight
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
         if letters and not short_length:
             raise ValueError("letters are read in sentences: they need short_length")
+        if letter_weight <= 0 or (letter_weight != 1 and not letters):
+            raise ValueError(f"letter_weight {letter_weight} weighs letters: > 0, with letters")
 
     @property
     def feature_count(self) -> int:
@@ -231,24 +240,30 @@ class NaiveBayesNgrams(BagOfNgrams):
     def entries(self, token_ids):
         if not self.reads_scope and not self.short_length:
             return super().entries(token_ids)
-        plain, negated, before, sentence = self._by_position(token_ids)
-        # Keys of int32 (LiteRT divides no int64): below 4 * (1e6 + 1e8), the largest config.
+        plain, negated, before, lettered, sentence = self._by_position(token_ids)
+        # Keys of int32 (LiteRT divides no int64): below 8 * (1e6 + 1e8), the largest config.
+        # Each feature's key holds, low bit first, whether it stands before a contrast word,
+        # whether it is negated, and (with a letter_weight) whether it is a letter n-gram.
+        step = 8 if self.letter_weight != 1 else 4
         negated32, before32 = ops.cast(negated, "int32"), ops.cast(before, "int32")
-        keys = ops.where(plain > 0, ops.cast(plain, "int32") * 4 + negated32 * 2 + before32, 0)
+        flags = before32 + (ops.cast(lettered, "int32") * 4 if step == 8 else 0)
+        keys = ops.where(plain > 0, ops.cast(plain, "int32") * step + negated32 * 2 + flags, 0)
         if self.negation > 0:
             own = ops.cast(self._own(plain), "int32")  # numbered in int64: 31 x a slot can pass
-            flipped = ops.where(negated > 0, own * 4 + before32, 0)
+            flipped = ops.where(negated > 0, own * step + flags, 0)
             keys = ops.concatenate([keys, flipped], axis=1)
         keys = ops.sort(keys, axis=-1)
-        features = self._placed(ops.cast(keys // 4, "int64"), sentence)
+        features = self._placed(ops.cast(keys // step, "int64"), sentence)
         sign = ops.where(ops.mod(keys // 2, 2) > 0, -self.negation, 1.0)
         weight = ops.where(ops.mod(keys, 2) > 0, self.contrast, 1.0)
+        if step == 8:
+            weight = weight * ops.where(ops.mod(keys // 4, 2) > 0, self.letter_weight, 1.0)
         return features, first_occurrences(features) * sign * weight
 
     def features_by_position(self, token_ids):
         if self.negation == 0 and not self.short_length:
             return super().features_by_position(token_ids)
-        plain, negated, _, sentence = self._by_position(token_ids)
+        plain, negated, _, _, sentence = self._by_position(token_ids)
         if self.negation > 0:
             plain = ops.concatenate([plain, ops.where(negated > 0, self._own(plain), 0)], axis=1)
         return self._placed(plain, sentence)
@@ -256,9 +271,9 @@ class NaiveBayesNgrams(BagOfNgrams):
     def _by_position(self, token_ids):
         """(B, F) features by position, numbered within their block (the n-grams, then with
         ``letters`` each of a sentence's first ``short_length`` words' letter n-grams), 0/1
-        (int64) where a real one's last word is negated and where it stands before a contrast
-        word; and (B, 1) whether each input is a sentence (all False without
-        ``short_length``)."""
+        (int64) where a real one's last word is negated, where it stands before a contrast
+        word and where it is a letter n-gram; and (B, 1) whether each input is a sentence (all
+        False without ``short_length``)."""
         ids = ops.cast(token_ids, "int64")
         plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = ops.sum(ops.cast(ids > 0, "int32"), axis=1, keepdims=True) < self.short_length
@@ -275,6 +290,7 @@ class NaiveBayesNgrams(BagOfNgrams):
             ops.concatenate([flag[:, n:] for n in range(self.order)], axis=1)
             for flag in (negated, before)
         ]
+        lettered = ops.zeros_like(plain)
         if self.letters:
             head = ids[:, : self.short_length]
             grams = ops.take(self.letter_ids, ops.cast(head, "int32"), axis=0)  # (B, S, G)
@@ -286,7 +302,8 @@ class NaiveBayesNgrams(BagOfNgrams):
                 )
                 flags[i] = ops.concatenate([flags[i], ops.reshape(spread, flat)], axis=1)
             plain = ops.concatenate([plain, ops.reshape(grams, flat)], axis=1)
-        flags = [ops.where(plain > 0, flag, 0) for flag in flags]
+            lettered = ops.concatenate([lettered, ops.ones_like(ops.reshape(grams, flat))], axis=1)
+        flags = [ops.where(plain > 0, flag, 0) for flag in (*flags, lettered)]
         return plain, *flags, sentence
 
     def _placed(self, features, sentence):
@@ -332,4 +349,5 @@ class NaiveBayesNgrams(BagOfNgrams):
             "negation_words": self.negation_words,
             "short_length": self.short_length,
             "letters": self.letters,
+            "letter_weight": self.letter_weight,
         }

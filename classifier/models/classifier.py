@@ -189,6 +189,7 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         negation_words=cfg.negation_words,
         short_length=cfg.short_length,
         letters=cfg.letters,
+        letter_weight=cfg.letter_weight,
         max_length=sequence_length,
         name="bag",
         dtype="float32",

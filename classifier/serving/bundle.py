@@ -178,6 +178,7 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         short_length=int(getattr(bag, "short_length", 0)),
         letters=int(getattr(bag, "letters", 0)),
         letter_ids=numpy(bag.letter_ids) if getattr(bag, "letters", 0) else None,
+        letter_weight=float(getattr(bag, "letter_weight", 1.0)),
     )
 
 
@@ -199,6 +200,8 @@ def _write_explain_parts(
             described += ["negation", "contrast", "negation_words"]
         if weights.short_length:  # a bag that reads sentences in a block of their own
             described += ["short_length", "letters"]
+        if weights.letter_weight != 1:  # bundles of other bags stay as they were written
+            described.append("letter_weight")
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         if weights.letters:

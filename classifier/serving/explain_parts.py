@@ -109,6 +109,7 @@ class NgramWeights:
         short_length, letters, letter_ids: a sentence's own block of features, and its words'
             letter n-grams (:class:`~classifier.layers.nb_ngrams.NaiveBayesNgrams`; 0 and 0:
             none), the table of them (vocab_size, letters) where ``letters``.
+        letter_weight: what a letter n-gram counts against a word n-gram's 1.
     """
 
     vocab_size: int
@@ -126,6 +127,7 @@ class NgramWeights:
     short_length: int = 0
     letters: int = 0
     letter_ids: np.ndarray | None = None
+    letter_weight: float = 1.0
 
     @property
     def reads_scope(self) -> bool:
@@ -136,7 +138,7 @@ class NgramWeights:
         """(B, F) feature ids in order of position (:func:`ngram_features`, then with
         ``letters`` a sentence's letter n-grams); with ``negation``, then each negated one's own
         feature (0 elsewhere); a sentence's in its block."""
-        plain, negated, _, sentence = self._by_position(token_ids)
+        plain, negated, _, _, sentence = self._by_position(token_ids)
         if self.negation > 0:
             plain = np.concatenate([plain, np.where(negated > 0, self._own(plain), 0)], axis=1)
         return self._placed(plain, sentence)
@@ -145,18 +147,23 @@ class NgramWeights:
         """``(features (B, F), values (B, F) or (B, F, outputs))``: sorted feature ids and
         their normalised scaled values, 0 for repeats and padding (the twin of
         :meth:`classifier.layers.ngrams.BagOfNgrams.feature_values`, in float32 as it is)."""
-        plain, negated, before, sentence = self._by_position(token_ids)
+        plain, negated, before, lettered, sentence = self._by_position(token_ids)
         if not self.reads_scope and not self.short_length:
             features, sign, weight = np.sort(plain, axis=-1), 1.0, 1.0
         else:
-            keys = np.where(plain > 0, plain * 4 + negated * 2 + before, 0)
+            step = 8 if self.letter_weight != 1 else 4  # the keys' bits, as the Keras layer's
+            flags = before + (lettered * 4 if step == 8 else 0)
+            keys = np.where(plain > 0, plain * step + negated * 2 + flags, 0)
             if self.negation > 0:
-                own = np.where(negated > 0, self._own(plain) * 4 + before, 0)
+                own = np.where(negated > 0, self._own(plain) * step + flags, 0)
                 keys = np.concatenate([keys, own], axis=1)
             keys = np.sort(keys, axis=-1)
-            features = self._placed(keys // 4, sentence)
+            features = self._placed(keys // step, sentence)
             sign = np.where((keys // 2) % 2 > 0, np.float32(-self.negation), np.float32(1))
             weight = np.where(keys % 2 > 0, np.float32(self.contrast), np.float32(1))
+            if step == 8:
+                letter = np.where((keys // 4) % 2 > 0, np.float32(self.letter_weight), 1)
+                weight = weight * letter.astype(np.float32)
         previous = np.pad(features[:, :-1], ((0, 0), (1, 0)))
         present = ((features != previous) & (features > 0)).astype(np.float32) * sign * weight
         scales = self.scale[features]
@@ -168,8 +175,8 @@ class NgramWeights:
 
     def _by_position(self, token_ids: np.ndarray):
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._by_position`: the features by
-        position within their block, their negated and before-contrast flags (int64), and
-        whether each input is a sentence (B, 1)."""
+        position within their block, their negated, before-contrast and letter flags (int64),
+        and whether each input is a sentence (B, 1)."""
         ids = np.asarray(token_ids, dtype=np.int64)
         plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = (ids > 0).sum(axis=1, keepdims=True) < self.short_length
@@ -184,6 +191,7 @@ class NgramWeights:
         flags = [
             np.concatenate([f[:, n:] for n in range(self.order)], axis=1) for f in (negated, before)
         ]
+        lettered = np.zeros_like(plain)
         if self.letters:
             grams = self.letter_ids[ids[:, : self.short_length]].astype(np.int64)  # (B, S, G)
             grams = np.where(sentence[:, :, None], grams, 0)
@@ -191,8 +199,9 @@ class NgramWeights:
                 spread = np.broadcast_to(flag[:, : self.short_length, None], grams.shape)
                 flags[i] = np.concatenate([flags[i], spread.reshape(len(ids), -1)], axis=1)
             plain = np.concatenate([plain, grams.reshape(len(ids), -1)], axis=1)
-        negated, before = (np.where(plain > 0, flag, 0) for flag in flags)
-        return plain, negated, before, sentence
+            lettered = np.concatenate([lettered, np.ones_like(grams.reshape(len(ids), -1))], axis=1)
+        negated, before, lettered = (np.where(plain > 0, f, 0) for f in (*flags, lettered))
+        return plain, negated, before, lettered, sentence
 
     def _placed(self, features: np.ndarray, sentence: np.ndarray) -> np.ndarray:
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._placed`."""
@@ -303,6 +312,7 @@ def load_explain_parts(bundle) -> ExplainParts:
                 negation_words=int(described.get("negation_words", 0)),
                 short_length=int(described.get("short_length", 0)),
                 letters=int(described.get("letters", 0)),
+                letter_weight=float(described.get("letter_weight", 1.0)),
                 **loaded,
             )
         if "attention" in entry:

@@ -32,10 +32,13 @@ def ids_of(text: str, length: int = 0) -> np.ndarray:
     return np.array([ids + [0] * (length - len(ids))])
 
 
-def bag(short_length: int = 6, letters: int = 0, negation: float = 1.0, buckets: int = BUCKETS):
+def bag(
+    short_length: int = 6, letters: int = 0, negation: float = 1.0, buckets: int = BUCKETS,
+    letter_weight: float = 1.0,
+):  # fmt: skip
     layer = NaiveBayesNgrams(
         VOCAB, buckets, 2, order=2, negation=negation, contrast=0.25, max_length=16,
-        negation_words=2, short_length=short_length, letters=letters,
+        negation_words=2, short_length=short_length, letters=letters, letter_weight=letter_weight,
     )  # fmt: skip
     layer.build((None, None))
     layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
@@ -96,10 +99,43 @@ def test_a_sentences_words_add_their_letters_signed_as_the_word():
     assert not letters & set(review) and max(review) < block  # a review reads no letters
 
 
-@pytest.mark.parametrize(("letters", "negation"), [(0, 1.0), (12, 1.0), (12, 0.0)])
-def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negation):
+def test_a_letter_weight_scales_a_sentences_letters_and_nothing_else():
+    block = VOCAB + BUCKETS
+    plain = bag(short_length=8, letters=12)
+    weighted = bag(short_length=8, letters=12, letter_weight=4)
+    table = letter_table(VOCABULARY, VOCAB, BUCKETS, 12)
+
+    def letters_of(*words: str, own: bool = False) -> set[int]:
+        grams = np.array([f for word in words for f in table[IDS.get(word, NOT)] if f])
+        if own:  # the negated letter n-grams' own features (``N:``), letters all the same
+            grams = ops.convert_to_numpy(plain._own(grams))
+        return {int(f) + block for f in grams}
+
+    for text, sign in [("the film was bad", 1.0), ("the film was not bad", -1.0)]:
+        before, after = weights_of(plain, text), weights_of(weighted, text)
+        assert set(after) == set(before)
+        assert all(after[f] == 4 * sign for f in letters_of("bad"))  # signed as "bad" is read
+        letters = letters_of("the", "film", "was", "not", "bad")
+        if sign < 0:
+            assert all(after[f] == 4 for f in letters_of("bad", own=True))
+            letters |= letters_of("bad", own=True)
+        words = set(before) - letters
+        assert words and all(after[f] == before[f] for f in words)  # the word n-grams as before
+    review = "the film was bad . the plot was good"
+    assert weights_of(weighted, review) == weights_of(plain, review)  # a review reads no letters
+    assert weighted.get_config()["letter_weight"] == 4
+    assert NaiveBayesNgrams.from_config(weighted.get_config()).letter_weight == 4
+
+
+@pytest.mark.parametrize(
+    ("letters", "negation", "letter_weight"),
+    [(0, 1.0, 1), (12, 1.0, 1), (12, 0.0, 1), (12, 1.0, 4)],
+)
+def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negation, letter_weight):
     rng = np.random.default_rng(letters)
-    layer = bag(short_length=8, letters=letters, negation=negation, buckets=97)
+    layer = bag(
+        short_length=8, letters=letters, negation=negation, buckets=97, letter_weight=letter_weight
+    )
     layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
     layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
     numpy = keras.ops.convert_to_numpy
@@ -107,7 +143,7 @@ def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negat
         VOCAB, 97, 2, "ratio", numpy(layer.scale), numpy(layer.kernel), numpy(layer.bias),
         np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=negation, contrast=0.25,
         negation_words=2, short_length=8, letters=letters,
-        letter_ids=numpy(layer.letter_ids) if letters else None,
+        letter_ids=numpy(layer.letter_ids) if letters else None, letter_weight=letter_weight,
     )  # fmt: skip
     for text in ("the film was not bad , at all", "not good but the plot . bad at all good"):
         assert_twin_explains_the_layer(layer, twin, ids_of(text))
@@ -119,6 +155,11 @@ def test_letters_need_sentences_and_the_vocabulary():
     with pytest.raises(ValueError, match="needs the vectorizer's vocabulary"):
         bag(letters=4).set_letters(())
     bag(letters=0).set_letters(())  # a bag without letters needs none
+    for weight in (0.0, 2.0):  # above 0, and weighing letters there are
+        with pytest.raises(ValueError, match="letter_weight"):
+            NaiveBayesNgrams(
+                60, 97, 2, short_length=8, letters=0 if weight else 4, letter_weight=weight
+            )
 
 
 def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
@@ -151,6 +192,11 @@ def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
          "model.letters are read in sentences: set model.short_length too"),
         (["model.variant=nbow", "model.short_length=-1"],
          "model.short_length must not be negative, got -1"),
+        (["model.variant=nbow", "model.short_length=30", "model.letter_weight=4"],
+         "model.letter_weight weighs letter n-grams: above 0, with model.letters set; got 4.0"),
+        (["model.variant=nbow", "model.short_length=30", "model.letters=8",
+          "model.letter_weight=0"],
+         "model.letter_weight weighs letter n-grams: above 0, with model.letters set; got 0.0"),
     ],
 )  # fmt: skip
 def test_bad_sentence_settings_are_one_line(settings, message):

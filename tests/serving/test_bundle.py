@@ -280,12 +280,16 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
     np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
-def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_explains(tmp_path):
+@pytest.mark.parametrize("letter_weight", [1.0, 4.0])
+def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_explains(
+    tmp_path, letter_weight
+):
     vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
     vectorizer.adapt(np.array(texts()))
     cfg = ModelConfig(
-        variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, short_length=6, letters=5
-    )
+        variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, short_length=6, letters=5,
+        letter_weight=letter_weight,
+    )  # fmt: skip
     classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
     model = spread(build_end_to_end(vectorizer, classifier))
     classifier_of(model).get_layer("bag").set_letters(vectorizer.get_vocabulary())  # not random
@@ -293,9 +297,11 @@ def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_expla
     assert keras.ops.convert_to_numpy(classifier_of(model).get_layer("bag").letter_ids).any()
     folder = write_bundle(model, tmp_path / "bundle")  # checks the twin and LiteRT against Keras
     manifest = json.loads((folder / MANIFEST).read_text())
+    weighted = {"letter_weight": letter_weight} if letter_weight != 1 else {}  # 1: as before
     assert manifest["explain"]["ngrams"] == {
         "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
         "negation": 0.5, "contrast": 0.25, "negation_words": 0, "short_length": 6, "letters": 5,
+        **weighted,
     }  # fmt: skip
     bundle = load_bundle(folder)
     assert_same_probabilities(model, bundle)

@@ -105,8 +105,10 @@ def features(texts, mode, gamma, window, contrast, comma, most=0, vocabulary=Non
                     continue
                 gram, negated, before = " ".join(p[0] for p in part), part[-1][1], part[-1][2]
                 scale = contrast if before else 1.0
-                if negated and mode == "flip":
+                if negated and mode in ("flip", "pure"):
                     minus[gram] = max(minus.get(gram, 0.0), gamma * scale)
+                if negated and mode == "pure":  # the flip alone, no feature of its own
+                    continue
                 if negated and mode in ("mark", "flip"):
                     gram = "N:" + gram
                 plus[gram] = max(plus.get(gram, 0.0), scale)
@@ -120,11 +122,15 @@ def features(texts, mode, gamma, window, contrast, comma, most=0, vocabulary=Non
     return sp.csr_matrix((vals, (rows, cols)), shape=(len(texts), len(vocabulary))), vocabulary
 
 
+#: The fewest training texts an n-gram must be seen in to be a feature.
+MIN_TEXTS = 2
+
+
 def nb_features(texts, labels, settings):
-    """The training texts' features (n-grams seen in at least 2 of them), their vocabulary and
-    NB log-count ratios: ``(matrix, vocabulary, ratios)``."""
+    """The training texts' features (n-grams seen in at least :data:`MIN_TEXTS` of them), their
+    vocabulary and NB log-count ratios: ``(matrix, vocabulary, ratios)``."""
     matrix, vocabulary = features(texts, *settings)
-    kept = np.flatnonzero(np.asarray((abs(matrix) > 0).sum(0)).ravel() >= 2)
+    kept = np.flatnonzero(np.asarray((abs(matrix) > 0).sum(0)).ravel() >= MIN_TEXTS)
     renumber = {old: new for new, old in enumerate(kept)}
     vocabulary = {g: renumber[i] for g, i in vocabulary.items() if i in renumber}
     matrix = matrix[:, kept]

@@ -9,7 +9,12 @@ end, and optionally each word's letter 3-5-grams signed as the word) and a **rev
 have it, the whole row L2-normalised once, and one logistic regression trained by Adam on
 IMDB's first 15,000 training reviews and the treebank's 77,616 non-neutral training phrases
 together. ``design=sum``: every input has the sentence block, and inputs of ``short`` words or
-more the review block as well (the review block a correction for long inputs).
+more the review block as well (the review block a correction for long inputs);
+``design=shared``: every input has the review block, and short ones the sentence block as well
+(Daume's shared and per-domain copies). ``letters=W``: the letter n-grams' ratios times W (the
+product's ``model.letter_weight``; 0: no letters). ``min_texts=N``: an n-gram is a feature
+where N training texts hold it (2). ``sentence_mode=pure``: a negated n-gram of a sentence
+counts minus itself alone, without a feature of its own (``N:``).
 
 Scored as the other probes are (IMDB's next 10,000 training reviews, SST-2's dev sentences, the
 suite's dev part; ``part=test`` for the test part, once).
@@ -17,7 +22,8 @@ suite's dev part; ``part=test`` for the test part, once).
 Run (about 4 minutes on 2 cores)::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/one_bag.py [short=30]
-        [design=split|sum] [letters=W] [adam=0.03] [epochs=10] [part=dev]
+        [design=split|sum|shared] [letters=W] [adam=0.03] [epochs=10] [part=dev]
+        [min_texts=2] [sentence_mode=flip|pure]
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ def main() -> None:
     option = dict(arg.split("=", 1) for arg in sys.argv[1:])
     short, letters = int(option.get("short", 30)), float(option.get("letters", 0))
     design = option.get("design", "split")
+    probe.MIN_TEXTS = int(option.get("min_texts", probe.MIN_TEXTS))
     train, train_labels = probe.load("train[:15000]")
     sets, suite = probe.scored_sets(option.get("part", "dev"))
     phrases = [(t, int(x)) for t, x, _ in treebank.rows(probe.TREES, "train.txt", True)]
@@ -95,10 +102,14 @@ def main() -> None:
     def sentence_rows(batch):
         return np.ones(len(batch), bool) if design == "sum" else ~long_rows(batch)
 
+    def review_rows(batch):  # design=shared: every input has the review block as well
+        return np.ones(len(batch), bool) if design == "shared" else long_rows(batch)
+
     is_long = long_rows(texts)
     print(f"{is_long.sum()} long rows, {(~is_long).sum()} short (of {len(texts)})")
-    sentence = Block(texts, labels, sentence_rows(texts), fusion.SENTENCE_SCOPE, letters)
-    review = Block(texts, labels, is_long, fusion.SETTINGS, 0.0)
+    scope = (option.get("sentence_mode", "flip"), *fusion.SENTENCE_SCOPE[1:])  # pure: no N:
+    sentence = Block(texts, labels, sentence_rows(texts), scope, letters)
+    review = Block(texts, labels, review_rows(texts), fusion.SETTINGS, 0.0)
     model = probe.batched_model(
         "adam", int(option.get("epochs", 10)), float(option.get("adam", 0.03))
     )
@@ -114,7 +125,7 @@ def main() -> None:
         inputs = sp.hstack(
             [
                 sentence.of(batch, sentence_rows(batch)),
-                review.of(batch, long_rows(batch)),
+                review.of(batch, review_rows(batch)),
                 biases(batch),
             ]
         )

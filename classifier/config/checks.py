@@ -146,6 +146,11 @@ def check_negation(d: Any, m: Any) -> None:
             f"model.letter_weight weighs letter n-grams: above 0, with model.letters set; got "
             f"{m.letter_weight!r}"
         )
+    if not m.own_negated_letters and not (m.letters and m.negation > 0):
+        raise ConfigError(
+            "model.own_negated_letters=false is of negated letter n-grams: set model.letters "
+            "and model.negation too"
+        )
     if m.short_length and m.variant not in ("nbow", "nbow_attention"):
         raise ConfigError(
             "model.short_length reads sentences in a block of nbow's and nbow_attention's "

@@ -69,8 +69,7 @@ WEIGHT_TABLES = (
     ("model.embed_dim", "model.ff_dim"),
 )
 MAX_TABLE_WEIGHTS = 2**31 - 1
-#: ``keras.utils.set_random_seed`` (NumPy) takes seeds in [0, 2**32 - 1].
-MAX_SEED = 2**32 - 1
+MAX_SEED = 2**32 - 1  # keras.utils.set_random_seed (NumPy) takes seeds up to it
 #: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``), or nan
 #: and inf as float() reads them (YAML: ``.nan``, ``.inf``), which :func:`validate` then refuses.
 _FLOAT_TEXT = re.compile(
@@ -133,6 +132,7 @@ class ModelConfig:
     short_length: int = 0  # nbow: inputs of fewer token ids are sentences, read in their own block
     letters: int = 0  # nbow with short_length: letter 3-5-grams a sentence's word adds, at most
     letter_weight: float = 1.0  # nbow with letters: a letter n-gram's value against a word's
+    own_negated_letters: bool = True  # nbow: a negated letter n-gram adds a feature of its own
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # a pretrained encoder or classifier: models:/, runs:/, path
 

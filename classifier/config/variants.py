@@ -290,6 +290,7 @@ NBOW_KEYS = (
     "model.short_length",
     "model.letters",
     "model.letter_weight",
+    "model.own_negated_letters",
 )
 register(
     Variant(

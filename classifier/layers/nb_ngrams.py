@@ -171,6 +171,10 @@ class NaiveBayesNgrams(BagOfNgrams):
             (its NB-scaled value times this, before the row is normalised): above 1, a
             sentence leans on its words' letters, which carry a word's sentiment into its
             negation and to words the phrases seldom hold.
+        own_negated_letters: with ``letters`` and ``negation``, whether a negated letter n-gram
+            adds a feature of its own, as a negated word n-gram does (False: it counts minus
+            itself alone; shared by many words, such a feature learns the label of negated
+            words in general, in the data mostly negated positives).
     """
 
     scale_name = "ratio"
@@ -189,6 +193,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         short_length: int = 0,
         letters: int = 0,
         letter_weight: float = 1.0,
+        own_negated_letters: bool = True,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -198,13 +203,15 @@ class NaiveBayesNgrams(BagOfNgrams):
         self.negation, self.contrast, self.max_length = negation, contrast, max_length
         self.negation_words = negation_words
         self.short_length, self.letters = short_length, letters
-        self.letter_weight = letter_weight
+        self.letter_weight, self.own_negated_letters = letter_weight, own_negated_letters
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
         if letters and not short_length:
             raise ValueError("letters are read in sentences: they need short_length")
         if letter_weight <= 0 or (letter_weight != 1 and not letters):
             raise ValueError(f"letter_weight {letter_weight} weighs letters: > 0, with letters")
+        if not own_negated_letters and not (letters and negation > 0):
+            raise ValueError("own_negated_letters=False is of negated letters: letters, negation")
 
     @property
     def feature_count(self) -> int:
@@ -250,7 +257,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         keys = ops.where(plain > 0, ops.cast(plain, "int32") * step + negated32 * 2 + flags, 0)
         if self.negation > 0:
             own = ops.cast(self._own(plain), "int32")  # numbered in int64: 31 x a slot can pass
-            flipped = ops.where(negated > 0, own * step + flags, 0)
+            flipped = ops.where(self._owned(negated, lettered), own * step + flags, 0)
             keys = ops.concatenate([keys, flipped], axis=1)
         keys = ops.sort(keys, axis=-1)
         features = self._placed(ops.cast(keys // step, "int64"), sentence)
@@ -263,10 +270,18 @@ class NaiveBayesNgrams(BagOfNgrams):
     def features_by_position(self, token_ids):
         if self.negation == 0 and not self.short_length:
             return super().features_by_position(token_ids)
-        plain, negated, _, _, sentence = self._by_position(token_ids)
+        plain, negated, _, lettered, sentence = self._by_position(token_ids)
         if self.negation > 0:
-            plain = ops.concatenate([plain, ops.where(negated > 0, self._own(plain), 0)], axis=1)
+            own = ops.where(self._owned(negated, lettered), self._own(plain), 0)
+            plain = ops.concatenate([plain, own], axis=1)
         return self._placed(plain, sentence)
+
+    def _owned(self, negated, lettered):
+        """Where a negated feature adds its own: every one, or (``own_negated_letters``
+        False) the word n-grams alone."""
+        if self.own_negated_letters:
+            return negated > 0
+        return ops.logical_and(negated > 0, lettered == 0)
 
     def _by_position(self, token_ids):
         """(B, F) features by position, numbered within their block (the n-grams, then with
@@ -350,4 +365,5 @@ class NaiveBayesNgrams(BagOfNgrams):
             "short_length": self.short_length,
             "letters": self.letters,
             "letter_weight": self.letter_weight,
+            "own_negated_letters": self.own_negated_letters,
         }

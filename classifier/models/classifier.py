@@ -190,6 +190,7 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         short_length=cfg.short_length,
         letters=cfg.letters,
         letter_weight=cfg.letter_weight,
+        own_negated_letters=cfg.own_negated_letters,
         max_length=sequence_length,
         name="bag",
         dtype="float32",

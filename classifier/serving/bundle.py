@@ -179,6 +179,7 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         letters=int(getattr(bag, "letters", 0)),
         letter_ids=numpy(bag.letter_ids) if getattr(bag, "letters", 0) else None,
         letter_weight=float(getattr(bag, "letter_weight", 1.0)),
+        own_negated_letters=bool(getattr(bag, "own_negated_letters", True)),
     )
 
 
@@ -202,6 +203,8 @@ def _write_explain_parts(
             described += ["short_length", "letters"]
         if weights.letter_weight != 1:  # bundles of other bags stay as they were written
             described.append("letter_weight")
+        if not weights.own_negated_letters:
+            described.append("own_negated_letters")
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         if weights.letters:

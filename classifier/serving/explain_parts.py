@@ -110,6 +110,7 @@ class NgramWeights:
             letter n-grams (:class:`~classifier.layers.nb_ngrams.NaiveBayesNgrams`; 0 and 0:
             none), the table of them (vocab_size, letters) where ``letters``.
         letter_weight: what a letter n-gram counts against a word n-gram's 1.
+        own_negated_letters: whether a negated letter n-gram adds a feature of its own.
     """
 
     vocab_size: int
@@ -128,6 +129,7 @@ class NgramWeights:
     letters: int = 0
     letter_ids: np.ndarray | None = None
     letter_weight: float = 1.0
+    own_negated_letters: bool = True
 
     @property
     def reads_scope(self) -> bool:
@@ -138,10 +140,15 @@ class NgramWeights:
         """(B, F) feature ids in order of position (:func:`ngram_features`, then with
         ``letters`` a sentence's letter n-grams); with ``negation``, then each negated one's own
         feature (0 elsewhere); a sentence's in its block."""
-        plain, negated, _, _, sentence = self._by_position(token_ids)
+        plain, negated, _, lettered, sentence = self._by_position(token_ids)
         if self.negation > 0:
-            plain = np.concatenate([plain, np.where(negated > 0, self._own(plain), 0)], axis=1)
+            own = np.where(self._owned(negated, lettered), self._own(plain), 0)
+            plain = np.concatenate([plain, own], axis=1)
         return self._placed(plain, sentence)
+
+    def _owned(self, negated: np.ndarray, lettered: np.ndarray) -> np.ndarray:
+        """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._owned`."""
+        return (negated > 0) & ((lettered == 0) | self.own_negated_letters)
 
     def feature_values(self, token_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(features (B, F), values (B, F) or (B, F, outputs))``: sorted feature ids and
@@ -155,7 +162,7 @@ class NgramWeights:
             flags = before + (lettered * 4 if step == 8 else 0)
             keys = np.where(plain > 0, plain * step + negated * 2 + flags, 0)
             if self.negation > 0:
-                own = np.where(negated > 0, self._own(plain) * step + flags, 0)
+                own = np.where(self._owned(negated, lettered), self._own(plain) * step + flags, 0)
                 keys = np.concatenate([keys, own], axis=1)
             keys = np.sort(keys, axis=-1)
             features = self._placed(keys // step, sentence)
@@ -313,6 +320,7 @@ def load_explain_parts(bundle) -> ExplainParts:
                 short_length=int(described.get("short_length", 0)),
                 letters=int(described.get("letters", 0)),
                 letter_weight=float(described.get("letter_weight", 1.0)),
+                own_negated_letters=bool(described.get("own_negated_letters", True)),
                 **loaded,
             )
         if "attention" in entry:

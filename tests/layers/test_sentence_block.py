@@ -34,11 +34,12 @@ def ids_of(text: str, length: int = 0) -> np.ndarray:
 
 def bag(
     short_length: int = 6, letters: int = 0, negation: float = 1.0, buckets: int = BUCKETS,
-    letter_weight: float = 1.0,
+    letter_weight: float = 1.0, own_negated_letters: bool = True,
 ):  # fmt: skip
     layer = NaiveBayesNgrams(
         VOCAB, buckets, 2, order=2, negation=negation, contrast=0.25, max_length=16,
         negation_words=2, short_length=short_length, letters=letters, letter_weight=letter_weight,
+        own_negated_letters=own_negated_letters,
     )  # fmt: skip
     layer.build((None, None))
     layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
@@ -127,15 +128,34 @@ def test_a_letter_weight_scales_a_sentences_letters_and_nothing_else():
     assert NaiveBayesNgrams.from_config(weighted.get_config()).letter_weight == 4
 
 
+def test_negated_letters_without_features_of_their_own_count_minus_themselves_alone():
+    block = VOCAB + BUCKETS
+    owning, flipping = bag(short_length=8, letters=12), bag(8, 12, own_negated_letters=False)
+    table = letter_table(VOCABULARY, VOCAB, BUCKETS, 12)
+    letters = np.array([f for f in table[IDS["bad"]] if f])
+    own = {int(f) + block for f in ops.convert_to_numpy(owning._own(letters))}
+    text = "the film was not bad"
+    with_own, without = weights_of(owning, text), weights_of(flipping, text)
+    assert own <= set(with_own) and not own & set(without)  # no N: feature of bad's letters
+    assert all(without[int(f) + block] == -1.0 for f in letters)  # still minus themselves
+    assert without == {f: w for f, w in with_own.items() if f not in own}  # the rest as before
+    with pytest.raises(ValueError, match="own_negated_letters"):
+        bag(8, letters=0, own_negated_letters=False)
+
+
 @pytest.mark.parametrize(
-    ("letters", "negation", "letter_weight"),
-    [(0, 1.0, 1), (12, 1.0, 1), (12, 0.0, 1), (12, 1.0, 4)],
-)
-def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negation, letter_weight):
+    ("letters", "negation", "letter_weight", "own_letters"),
+    [(0, 1.0, 1, True), (12, 1.0, 1, True), (12, 0.0, 1, True), (12, 1.0, 4, True),
+     (12, 1.0, 4, False)],
+)  # fmt: skip
+def test_the_twin_and_the_word_contributions_agree_with_the_layer(
+    letters, negation, letter_weight, own_letters
+):
     rng = np.random.default_rng(letters)
     layer = bag(
-        short_length=8, letters=letters, negation=negation, buckets=97, letter_weight=letter_weight
-    )
+        short_length=8, letters=letters, negation=negation, buckets=97, letter_weight=letter_weight,
+        own_negated_letters=own_letters,
+    )  # fmt: skip
     layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
     layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
     numpy = keras.ops.convert_to_numpy
@@ -144,6 +164,7 @@ def test_the_twin_and_the_word_contributions_agree_with_the_layer(letters, negat
         np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=negation, contrast=0.25,
         negation_words=2, short_length=8, letters=letters,
         letter_ids=numpy(layer.letter_ids) if letters else None, letter_weight=letter_weight,
+        own_negated_letters=own_letters,
     )  # fmt: skip
     for text in ("the film was not bad , at all", "not good but the plot . bad at all good"):
         assert_twin_explains_the_layer(layer, twin, ids_of(text))
@@ -197,6 +218,10 @@ def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
         (["model.variant=nbow", "model.short_length=30", "model.letters=8",
           "model.letter_weight=0"],
          "model.letter_weight weighs letter n-grams: above 0, with model.letters set; got 0.0"),
+        (["model.variant=nbow", "model.short_length=30", "model.letters=8",
+          "model.own_negated_letters=false"],
+         "model.own_negated_letters=false is of negated letter n-grams: set model.letters and "
+         "model.negation too"),
     ],
 )  # fmt: skip
 def test_bad_sentence_settings_are_one_line(settings, message):

@@ -280,15 +280,15 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
     np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
-@pytest.mark.parametrize("letter_weight", [1.0, 4.0])
+@pytest.mark.parametrize(("letter_weight", "own_letters"), [(1.0, True), (4.0, False)])
 def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_explains(
-    tmp_path, letter_weight
+    tmp_path, letter_weight, own_letters
 ):
     vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
     vectorizer.adapt(np.array(texts()))
     cfg = ModelConfig(
         variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, short_length=6, letters=5,
-        letter_weight=letter_weight,
+        letter_weight=letter_weight, own_negated_letters=own_letters,
     )  # fmt: skip
     classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
     model = spread(build_end_to_end(vectorizer, classifier))
@@ -297,7 +297,7 @@ def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_expla
     assert keras.ops.convert_to_numpy(classifier_of(model).get_layer("bag").letter_ids).any()
     folder = write_bundle(model, tmp_path / "bundle")  # checks the twin and LiteRT against Keras
     manifest = json.loads((folder / MANIFEST).read_text())
-    weighted = {"letter_weight": letter_weight} if letter_weight != 1 else {}  # 1: as before
+    weighted = {} if own_letters else {"letter_weight": 4.0, "own_negated_letters": False}
     assert manifest["explain"]["ngrams"] == {
         "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
         "negation": 0.5, "contrast": 0.25, "negation_words": 0, "short_length": 6, "letters": 5,

@@ -51,6 +51,9 @@ NEGATIONS = {"not", "no", "never", "nothing", "nobody", "none", "neither", "nor"
              "without", "cannot"}  # fmt: skip
 CONTRASTS = {"but", "however", "although", "though", "yet", "whereas", "except"}
 ENDS, PUNCTUATION = {".", "!", "?", ";", ":"}, {",", ".", "!", "?", ";", ":"}
+#: Words that open a conceded clause at a sentence's start; with ``CONCESSIVE`` its words count
+#: as those before a contrast word do (``concessive=1`` in one_bag.py).
+CONCESSIONS, CONCESSIVE = {"although", "though", "while", "whilst"}, False
 TOKEN = re.compile(r"[a-z0-9']+|[.,;:!?]")
 #: The features that read negation best here, as ``features`` takes them (mode, flip, window,
 #: contrast, a comma ends a scope, most words in a scope): ``flip:c=0.25:comma=1:n=4``.
@@ -62,10 +65,14 @@ def words(
 ) -> list[tuple[str, bool, bool]]:
     """``(word, in a negation's scope, before a contrast word in its sentence)`` per word."""
     out: list[tuple[str, bool, bool]] = []
-    scope, since, sentence = False, 0, 0
+    scope, since, sentence, conceding = False, 0, 0, False
     for token in TOKEN.findall(text.lower().replace("<br />", " . ")):
         if token in ENDS - {";", ":"}:
             sentence = len(out)
+        if token in ENDS or token == ",":
+            conceding = False  # a concession ends with its clause
+        if CONCESSIVE and token in CONCESSIONS and len(out) == sentence and contrast != 1.0:
+            conceding = True  # "Although A, B": A is conceded, B decides
         if (token in ENDS and not window) or token in CONTRASTS or (comma and token == ","):
             scope = False
             if token in CONTRASTS:
@@ -81,7 +88,7 @@ def words(
             continue
         since += 1
         scope = scope and not (window and since > window) and not (most and since > most)
-        out.append((token, scope, False))
+        out.append((token, scope, conceding))
     return out
 
 

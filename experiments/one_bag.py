@@ -14,7 +14,8 @@ more the review block as well (the review block a correction for long inputs);
 (Daume's shared and per-domain copies). ``letters=W``: the letter n-grams' ratios times W (the
 product's ``model.letter_weight``; 0: no letters). ``min_texts=N``: an n-gram is a feature
 where N training texts hold it (2). ``sentence_mode=pure``: a negated n-gram of a sentence
-counts minus itself alone, without a feature of its own (``N:``).
+counts minus itself alone, without a feature of its own (``N:``). ``concessive=1``: the clause
+after a sentence-initial "although", "though" or "while" counts as words before "but" do.
 
 Scored as the other probes are (IMDB's next 10,000 training reviews, SST-2's dev sentences, the
 suite's dev part; ``part=test`` for the test part, once).
@@ -23,7 +24,7 @@ Run (about 4 minutes on 2 cores)::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/one_bag.py [short=30]
         [design=split|sum|shared] [letters=W] [adam=0.03] [epochs=10] [part=dev]
-        [min_texts=2] [sentence_mode=flip|pure]
+        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1]
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main() -> None:
     short, letters = int(option.get("short", 30)), float(option.get("letters", 0))
     design = option.get("design", "split")
     probe.MIN_TEXTS = int(option.get("min_texts", probe.MIN_TEXTS))
+    probe.CONCESSIVE = option.get("concessive", "0") == "1"
     train, train_labels = probe.load("train[:15000]")
     sets, suite = probe.scored_sets(option.get("part", "dev"))
     phrases = [(t, int(x)) for t, x, _ in treebank.rows(probe.TREES, "train.txt", True)]

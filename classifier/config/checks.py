@@ -151,6 +151,11 @@ def check_negation(d: Any, m: Any) -> None:
             "model.own_negated_letters=false is of negated letter n-grams: set model.letters "
             "and model.negation too"
         )
+    if m.concessive and m.contrast == 1.0:
+        raise ConfigError(
+            "model.concessive weighs a conceded clause as model.contrast weighs the words before "
+            "'but': set model.contrast below 1 too"
+        )
     if m.short_length and m.variant not in ("nbow", "nbow_attention"):
         raise ConfigError(
             "model.short_length reads sentences in a block of nbow's and nbow_attention's "

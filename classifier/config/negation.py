@@ -39,6 +39,8 @@ NEGATIONS = (
 
 #: Words that close a negation's scope and turn a sentence away from what came before them.
 CONTRASTS = ("but", "however", "although", "though", "yet", "whereas", "except")
+#: Contrast words that, opening a sentence, concede the clause after them ("Although A, B").
+CONCESSIONS = ("although", "though")
 
 #: The first id after padding (0) and out-of-vocabulary (1).
 FIRST_ID = 2
@@ -66,3 +68,13 @@ def scope_ids() -> ScopeIds:
     return ScopeIds(
         FIRST_ID, FIRST_ID + 1, (negations, contrasts), (contrasts, contrasts + len(CONTRASTS))
     )
+
+
+def concession_ids() -> tuple[int, ...]:
+    """The ids of :data:`CONCESSIONS` in a vocabulary built with ``data.sentences``.
+
+    Example:
+        >>> concession_ids()
+        (35, 36)
+    """
+    return tuple(reserved_words().index(word) + FIRST_ID for word in CONCESSIONS)

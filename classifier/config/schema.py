@@ -44,9 +44,8 @@ from classifier.config.uris import check_init_from
 from classifier.config.yaml_files import YamlLoader, read_config_file
 from classifier.errors import ConfigError
 
-POSITIONS = ("sinusoidal", "learned")
+POSITIONS, TRUNCATE_SIDES = ("sinusoidal", "learned"), ("head", "tail")
 LABELS = ("negative", "positive")  # label 0, label 1
-TRUNCATE_SIDES = ("head", "tail")
 #: Sizes of the TFDS ``train`` split (training and validation reviews) and ``test`` split.
 IMDB_TRAIN_REVIEWS = IMDB_TEST_REVIEWS = 25_000
 #: Upper bounds far past any use, so that a slip (10**12) fails here and not deep in TensorFlow:
@@ -133,6 +132,7 @@ class ModelConfig:
     letters: int = 0  # nbow with short_length: letter 3-5-grams a sentence's word adds, at most
     letter_weight: float = 1.0  # nbow with letters: a letter n-gram's value against a word's
     own_negated_letters: bool = True  # nbow: a negated letter n-gram adds a feature of its own
+    concessive: bool = False  # nbow: "Although A, B" weighs A as words before "but" are
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # a pretrained encoder or classifier: models:/, runs:/, path
 

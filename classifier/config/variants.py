@@ -291,6 +291,7 @@ NBOW_KEYS = (
     "model.letters",
     "model.letter_weight",
     "model.own_negated_letters",
+    "model.concessive",
 )
 register(
     Variant(

@@ -175,6 +175,8 @@ class NaiveBayesNgrams(BagOfNgrams):
             adds a feature of its own, as a negated word n-gram does (False: it counts minus
             itself alone; shared by many words, such a feature learns the label of negated
             words in general, in the data mostly negated positives).
+        concessive: with ``contrast``, the clause after a sentence's opening "although" or
+            "though" counts ``contrast`` times too, as the words before a "but" do.
     """
 
     scale_name = "ratio"
@@ -194,6 +196,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         letters: int = 0,
         letter_weight: float = 1.0,
         own_negated_letters: bool = True,
+        concessive: bool = False,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -204,6 +207,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         self.negation_words = negation_words
         self.short_length, self.letters = short_length, letters
         self.letter_weight, self.own_negated_letters = letter_weight, own_negated_letters
+        self.concessive = concessive
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
         if letters and not short_length:
@@ -212,6 +216,8 @@ class NaiveBayesNgrams(BagOfNgrams):
             raise ValueError(f"letter_weight {letter_weight} weighs letters: > 0, with letters")
         if not own_negated_letters and not (letters and negation > 0):
             raise ValueError("own_negated_letters=False is of negated letters: letters, negation")
+        if concessive and contrast == 1:
+            raise ValueError("concessive weighs a conceded clause as contrast does: contrast < 1")
 
     @property
     def feature_count(self) -> int:
@@ -293,7 +299,9 @@ class NaiveBayesNgrams(BagOfNgrams):
         plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = ops.sum(ops.cast(ids > 0, "int32"), axis=1, keepdims=True) < self.short_length
         if self.reads_scope:
-            negated, before = negation_scope(ids, self.max_length, self.negation_words)
+            negated, before = negation_scope(
+                ids, self.max_length, self.negation_words, concessive=self.concessive
+            )
             if self.short_length:  # a sentence's scope runs to its end or a contrast word
                 whole = negation_scope(ids, self.max_length, commas=False)[0]
                 negated = ops.where(sentence, whole, negated)
@@ -366,4 +374,5 @@ class NaiveBayesNgrams(BagOfNgrams):
             "letters": self.letters,
             "letter_weight": self.letter_weight,
             "own_negated_letters": self.own_negated_letters,
+            "concessive": self.concessive,
         }

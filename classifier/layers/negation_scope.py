@@ -7,7 +7,9 @@ sentence end ``.``, the negations and the contrast words).
   between them: "it was **not** *bad at all* . great", "**never** *boring* , but long". The
   negation itself, the sentence end, the comma and a contrast word are not.
 - A token stands **before a contrast** when a contrast word follows it in its sentence: "*the
-  acting was poor* but the story was good".
+  acting was poor* but the story was good"; with ``concessive``, also when it is in the clause
+  after a sentence's opening "although" or "though": "although *the acting was poor* , the
+  story was good".
 
 Both are running maxima and minima along the review, computed by doubling (``log2(T)`` shifted
 maxima of (B, T) integers: plain ``keras.ops`` that export to LiteRT); the NumPy twin, for
@@ -28,7 +30,7 @@ import math
 
 from keras import ops
 
-from classifier.config.negation import scope_ids
+from classifier.config.negation import concession_ids, scope_ids
 
 #: Beyond any position: where a token has nothing after it.
 _FAR = 2**30
@@ -48,11 +50,15 @@ def _running(values, length: int, forward: bool, fill: int):
     return values
 
 
-def negation_scope(token_ids, length: int, words: int = 0, commas: bool = True):
+def negation_scope(
+    token_ids, length: int, words: int = 0, commas: bool = True, concessive: bool = False
+):
     """``(negated (B, T) bool, before_contrast (B, T) bool)`` of token ids (B, T), T <=
     ``length`` (what the module's docstring says); with ``words`` > 0, a scope holds at most
     that many words after its negation; with ``commas`` False, a comma does not end it (a
-    scope to the sentence's end or a contrast word, as a sentence's reader uses)."""
+    scope to the sentence's end or a contrast word, as a sentence's reader uses); with
+    ``concessive``, a clause conceded by a sentence's opening "although" stands before a
+    contrast too."""
     ids = ops.cast(token_ids, "int32")
     where = scope_ids()
     position = ops.cumsum(ops.ones_like(ids), axis=1) - 1
@@ -70,4 +76,14 @@ def negation_scope(token_ids, length: int, words: int = 0, commas: bool = True):
     next_contrast = _running(ops.where(contrast, position, _FAR), length, False, _FAR)
     after = ops.pad(next_contrast, [[0, 0], [0, 1]], constant_values=_FAR)[:, 1:]
     next_end = _running(ops.where(end, position, _FAR), length, False, _FAR)
-    return negated, after < next_end
+    before = after < next_end
+    if concessive:  # from an opening "although" to its clause's end (a comma or the sentence's)
+        previous = ops.pad(ids, [[0, 0], [1, 0]], constant_values=where.end)[:, :-1]
+        first, second = concession_ids()
+        concession = ops.logical_or(ops.equal(ids, first), ops.equal(ids, second))
+        concession = ops.logical_and(concession, ops.equal(previous, where.end))
+        start = _running(ops.where(concession, position, -1), length, True, -1)
+        breaks = ops.logical_or(end, ops.equal(ids, where.comma))
+        last_break = _running(ops.where(breaks, position, -1), length, True, -1)
+        before = ops.logical_or(before, ops.logical_and(start > last_break, position > start))
+    return negated, before

@@ -191,6 +191,7 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         letters=cfg.letters,
         letter_weight=cfg.letter_weight,
         own_negated_letters=cfg.own_negated_letters,
+        concessive=cfg.concessive,
         max_length=sequence_length,
         name="bag",
         dtype="float32",

@@ -180,6 +180,7 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         letter_ids=numpy(bag.letter_ids) if getattr(bag, "letters", 0) else None,
         letter_weight=float(getattr(bag, "letter_weight", 1.0)),
         own_negated_letters=bool(getattr(bag, "own_negated_letters", True)),
+        concessive=bool(getattr(bag, "concessive", False)),
     )
 
 
@@ -205,6 +206,8 @@ def _write_explain_parts(
             described.append("letter_weight")
         if not weights.own_negated_letters:
             described.append("own_negated_letters")
+        if weights.concessive:
+            described.append("concessive")
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         if weights.letters:

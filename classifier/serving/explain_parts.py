@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from classifier.config.negation import scope_ids
+from classifier.config.negation import concession_ids, scope_ids
 from classifier.errors import ModelError, first_line
 from classifier.serving.interpreters import without_delegate_note
 from classifier.serving.litert_engine import read_checked
@@ -63,7 +63,7 @@ def ngram_features(token_ids: np.ndarray, vocab_size: int, buckets: int, order: 
 
 
 def scope_of(
-    token_ids: np.ndarray, words: int = 0, commas: bool = True
+    token_ids: np.ndarray, words: int = 0, commas: bool = True, concessive: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(negated (B, T) bool, before_contrast (B, T) bool)``: the NumPy twin of
     :func:`classifier.layers.negation_scope.negation_scope`.
@@ -90,7 +90,15 @@ def scope_of(
     negated = (last_negation > last_stop) & ~negation
     if words:
         negated &= position - last_negation <= words
-    return negated, after < next_of(end)
+    before = after < next_of(end)
+    if concessive:
+        previous = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1]
+        concession = np.isin(ids, concession_ids()) & (previous == where.end)
+        start = np.maximum.accumulate(np.where(concession, position, -1), axis=1)
+        breaks = end | (ids == where.comma)
+        last_break = np.maximum.accumulate(np.where(breaks, position, -1), axis=1)
+        before |= (start > last_break) & (position > start)
+    return negated, before
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,8 @@ class NgramWeights:
             none), the table of them (vocab_size, letters) where ``letters``.
         letter_weight: what a letter n-gram counts against a word n-gram's 1.
         own_negated_letters: whether a negated letter n-gram adds a feature of its own.
+        concessive: whether a clause conceded by a sentence's opening "although" stands before
+            a contrast (:func:`scope_of`).
     """
 
     vocab_size: int
@@ -130,6 +140,7 @@ class NgramWeights:
     letter_ids: np.ndarray | None = None
     letter_weight: float = 1.0
     own_negated_letters: bool = True
+    concessive: bool = False
 
     @property
     def reads_scope(self) -> bool:
@@ -188,7 +199,7 @@ class NgramWeights:
         plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = (ids > 0).sum(axis=1, keepdims=True) < self.short_length
         if self.reads_scope:
-            negated, before = scope_of(ids, self.negation_words)
+            negated, before = scope_of(ids, self.negation_words, concessive=self.concessive)
             if self.short_length:
                 negated = np.where(sentence, scope_of(ids, commas=False)[0], negated)
             negated = negated.astype(np.int64) * int(self.negation > 0)
@@ -321,6 +332,7 @@ def load_explain_parts(bundle) -> ExplainParts:
                 letters=int(described.get("letters", 0)),
                 letter_weight=float(described.get("letter_weight", 1.0)),
                 own_negated_letters=bool(described.get("own_negated_letters", True)),
+                concessive=bool(described.get("concessive", False)),
                 **loaded,
             )
         if "attention" in entry:

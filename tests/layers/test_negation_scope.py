@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 from keras import ops
 
-from classifier.config.negation import CONTRASTS, NEGATIONS, reserved_words, scope_ids
+from classifier.config.negation import (
+    CONCESSIONS,
+    CONTRASTS,
+    NEGATIONS,
+    concession_ids,
+    reserved_words,
+    scope_ids,
+)
 from classifier.layers.nb_ngrams import NaiveBayesNgrams, class_feature_counts
 from classifier.layers.negation_scope import negation_scope
 from classifier.serving.explain_parts import NgramWeights, scope_of
@@ -24,10 +31,14 @@ WORDS = {
 }
 
 
-def reading(ids: np.ndarray, words: int = 0, commas: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def reading(
+    ids: np.ndarray, words: int = 0, commas: bool = True, concessive: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """The scope read word by word: a negation opens it, an end, a comma (with ``commas``) or
     a contrast word closes it (and, with ``words``, the word after that many); and, read
-    backwards, whether a contrast word follows in the sentence."""
+    backwards, whether a contrast word follows in the sentence; with ``concessive``, read
+    forwards, whether the word is in a clause that a sentence's opening "although" or "though"
+    concedes (up to a comma or the sentence's end)."""
     negation = set(range(*WHERE.negations))
     contrast = set(range(*WHERE.contrasts))
     negated, before = np.zeros(ids.shape, bool), np.zeros(ids.shape, bool)
@@ -46,6 +57,14 @@ def reading(ids: np.ndarray, words: int = 0, commas: bool = True) -> tuple[np.nd
             seen = seen and review[t] != END
             before[row, t] = seen
             seen = seen or review[t] in contrast
+        conceding = False
+        for t, token in enumerate(review):
+            if token in (END, COMMA):
+                conceding = False
+            elif token in concession_ids() and (t == 0 or review[t - 1] == END):
+                conceding = concessive
+            else:
+                before[row, t] |= conceding
     return negated, before
 
 
@@ -55,14 +74,17 @@ def test_the_ids_are_those_of_the_reserved_words():
     assert WHERE.contrasts[1] - WHERE.contrasts[0] == len(CONTRASTS)
     assert WHERE.negations[1] - WHERE.negations[0] == len(NEGATIONS)
     assert len(set(reserved_words())) == len(reserved_words())
+    assert [reserved_words()[i - 2] for i in concession_ids()] == list(CONCESSIONS)
 
 
 @pytest.mark.parametrize(
-    ("length", "words", "commas"),
-    [(1, 0, True), (2, 0, True), (7, 0, True), (64, 0, True), (2500, 0, True), (64, 1, True),
-     (64, 4, True), (2500, 4, True), (7, 0, False), (64, 0, False), (2500, 0, False)],
+    ("length", "words", "commas", "concessive"),
+    [(1, 0, True, False), (2, 0, True, False), (7, 0, True, False), (64, 0, True, False),
+     (2500, 0, True, False), (64, 1, True, False), (64, 4, True, False), (2500, 4, True, False),
+     (7, 0, False, False), (64, 0, False, False), (2500, 0, False, False), (2, 0, True, True),
+     (64, 0, True, True), (2500, 4, True, True), (64, 0, False, True)],
 )  # fmt: skip
-def test_the_scope_is_a_word_by_word_reading(length, words, commas):
+def test_the_scope_is_a_word_by_word_reading(length, words, commas, concessive):
     rng = np.random.default_rng(length)
     # mostly words, often a negation, an end or a contrast word, padding at the end of some
     ids = rng.choice([*range(40, 60), END, COMMA, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
@@ -70,12 +92,13 @@ def test_the_scope_is_a_word_by_word_reading(length, words, commas):
     if length > 3:
         ids[2] = 45
         ids[2, 0] = NOT  # a scope that runs to the very end of the longest review
-    negated, before = reading(ids, words, commas)
-    scope = negation_scope(ids, length, words, commas)
+        ids[3, 0] = BUT + 2  # "although" opening the first sentence
+    negated, before = reading(ids, words, commas, concessive)
+    scope = negation_scope(ids, length, words, commas, concessive)
     tf_negated, tf_before = (ops.convert_to_numpy(a) for a in scope)
     np.testing.assert_array_equal(tf_negated, negated)
     np.testing.assert_array_equal(tf_before, before)
-    np_negated, np_before = scope_of(ids, words, commas)
+    np_negated, np_before = scope_of(ids, words, commas, concessive)
     np.testing.assert_array_equal(np_negated, negated)
     np.testing.assert_array_equal(np_before, before)
     if length > 3:
@@ -83,16 +106,17 @@ def test_the_scope_is_a_word_by_word_reading(length, words, commas):
 
 
 def ids_of(text: str) -> np.ndarray:
-    table = {**WORDS, ".": END, ",": COMMA, "not": NOT, "but": BUT}
+    table = {**WORDS, ".": END, ",": COMMA, "not": NOT, "but": BUT, "although": BUT + 2}
     return np.array([[table[word] for word in text.split()]])
 
 
 def bag(
-    negation: float = 1.0, contrast: float = 1.0, buckets: int = 4096, words: int = 0
-) -> NaiveBayesNgrams:
+    negation: float = 1.0, contrast: float = 1.0, buckets: int = 4096, words: int = 0,
+    concessive: bool = False,
+) -> NaiveBayesNgrams:  # fmt: skip
     layer = NaiveBayesNgrams(
         60, buckets, 2, order=2, negation=negation, contrast=contrast, max_length=16,
-        negation_words=words,
+        negation_words=words, concessive=concessive,
     )  # fmt: skip
     layer.build((None, None))
     layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
@@ -129,6 +153,18 @@ def test_ngrams_before_a_contrast_word_count_less():
     assert weights_of(layer, "bad , but good")[WORDS["bad"]] == 0.25  # the same sentence
 
 
+def test_a_clause_conceded_by_an_opening_although_counts_as_one_before_but():
+    conceding = bag(negation=0.0, contrast=0.25, concessive=True)
+    text = "although the plot was bad , the film was good"
+    weights = weights_of(conceding, text)
+    assert weights[WORDS["bad"]] == 0.25 and weights[WORDS["good"]] == 1.0
+    assert weights_of(bag(negation=0.0, contrast=0.25), text)[WORDS["bad"]] == 1.0  # without
+    assert weights_of(conceding, "good . although bad , good")[WORDS["bad"]] == 0.25
+    assert weights_of(conceding, "good , although bad")[WORDS["bad"]] == 1.0  # not opening one
+    with pytest.raises(ValueError, match="contrast < 1"):
+        bag(contrast=1.0, concessive=True)
+
+
 def test_the_ratios_count_every_feature_a_review_holds():
     layer = bag()
     ids = np.pad(ids_of("not bad at all"), ((0, 0), (0, 3)))  # and padding
@@ -136,21 +172,23 @@ def test_the_ratios_count_every_feature_a_review_holds():
     assert counts[1].sum() == len(weights_of(layer, "not bad at all")) and counts[0].sum() == 0
 
 
-@pytest.mark.parametrize("words", [0, 2])
-def test_the_word_contributions_add_up_with_negation(words):
+@pytest.mark.parametrize(("words", "concessive"), [(0, False), (2, False), (0, True)])
+def test_the_word_contributions_add_up_with_negation(words, concessive):
     rng = np.random.default_rng(0)
-    layer = bag(negation=1.0, contrast=0.25, buckets=97, words=words)
+    layer = bag(negation=1.0, contrast=0.25, buckets=97, words=words, concessive=concessive)
     layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
     layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
     numpy = keras.ops.convert_to_numpy
     twin = NgramWeights(
         60, 97, 2, "ratio", numpy(layer.scale), numpy(layer.kernel), numpy(layer.bias),
         np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=1.0, contrast=0.25,
-        negation_words=words,
+        negation_words=words, concessive=concessive,
     )  # fmt: skip
     assert_twin_explains_the_layer(
         layer, twin, ids_of("the film was not bad at all but the plot was bad . good")
     )
+    text = "although the film was not bad , at all the plot was bad . good"
+    assert_twin_explains_the_layer(layer, twin, ids_of(text))
 
 
 @pytest.mark.parametrize(

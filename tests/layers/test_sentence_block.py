@@ -222,6 +222,9 @@ def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
           "model.own_negated_letters=false"],
          "model.own_negated_letters=false is of negated letter n-grams: set model.letters and "
          "model.negation too"),
+        (["model.variant=nbow", "model.concessive=true"],
+         "model.concessive weighs a conceded clause as model.contrast weighs the words before "
+         "'but': set model.contrast below 1 too"),
     ],
 )  # fmt: skip
 def test_bad_sentence_settings_are_one_line(settings, message):

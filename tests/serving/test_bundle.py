@@ -259,10 +259,15 @@ def test_a_sentences_model_names_its_standardization_and_reads_back_the_same_ids
     assert load_bundle(folder).tokenizer.encode(["great. dull"])[0, :3].tolist() == [great, dull, 0]
 
 
-def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorflow(tmp_path):
+@pytest.mark.parametrize("concessive", [False, True])
+def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorflow(
+    tmp_path, concessive
+):
     vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
     vectorizer.adapt(np.array(texts()))
-    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
+    cfg = ModelConfig(
+        variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, concessive=concessive
+    )
     classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
     model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
     assert classifier_of(model).get_layer("bag").negation == 0.5  # as saved
@@ -271,13 +276,14 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
     assert manifest["explain"]["ngrams"] == {
         "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
         "negation": 0.5, "contrast": 0.25, "negation_words": 0,
+        **({"concessive": True} if concessive else {}),
     }  # fmt: skip
     bundle = load_bundle(folder)
     assert_same_probabilities(model, bundle)
-    review = "The plot was not dull. But great"
-    from_bundle, from_keras = explain_text(bundle, review), explain_text(model, review)
-    assert from_bundle.tokens == from_keras.tokens
-    np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
+    for review in ("The plot was not dull. But great", "Although the plot was dull, great"):
+        from_bundle, from_keras = explain_text(bundle, review), explain_text(model, review)
+        assert from_bundle.tokens == from_keras.tokens
+        np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
 @pytest.mark.parametrize(("letter_weight", "own_letters"), [(1.0, True), (4.0, False)])

@@ -143,6 +143,27 @@ def stdin_binary() -> BinaryIO | None:
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
+def disk_full(error: BaseException) -> OSError | None:
+    """The full-disk error behind ``error``: itself, one it was raised from, or one a library kept
+    only as text (MLflow's artifact downloads gather their failures into one message).
+
+    >>> disk_full(RuntimeError("downloading model.keras: [Errno 28] No space left on device")).errno
+    28
+    >>> disk_full(ValueError("bad")) is None
+    True
+    """
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in DISK_FULL:
+            return error
+        for code in DISK_FULL:
+            if f"[Errno {code}]" in str(error):
+                return OSError(code, os.strerror(code))
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or first_line(error)
 
@@ -192,10 +213,11 @@ def guarded(command: Callable[[], object], prog: str = "classify") -> int:
         click.echo(f"{prog}: interrupted", err=True)
         return INTERRUPTED
     except Exception as error:  # a bug: one line, the traceback under -v
-        if isinstance(error, OSError) and error.errno in DISK_FULL:  # not a bug: the machine's
-            where = f" writing {error.filename}" if error.filename else ""
+        full = disk_full(error)
+        if full is not None:  # not a bug: the machine's
+            where = f" writing {full.filename}" if full.filename else ""
             click.echo(
-                f"{prog}: error: the disk is full ({_reason(error)}{where}): free some space and "
+                f"{prog}: error: the disk is full ({_reason(full)}{where}): free some space and "
                 "run it again (a stopped training run continues with classify train --resume)",
                 err=True,
             )

@@ -190,6 +190,46 @@ def test_a_full_disk_is_one_line_not_an_internal_error(monkeypatch):
     )
 
 
+def test_a_full_disk_behind_a_library_error_is_one_line_too(monkeypatch):
+    """MLflow gathers a failed artifact download into one MlflowException whose message alone
+    keeps the OSError (seen when logging a model filled the disk during `classify train`)."""
+    from mlflow.exceptions import MlflowException
+
+    from classifier.sweeps import spec
+
+    def full(path):
+        raise MlflowException(
+            "The following failures occurred while downloading one or more artifacts from "
+            "/data/mlruns/1/abc/artifacts:\n##### File model.keras #####\n"
+            "[Errno 28] No space left on device: '/tmp/x/model.keras'"
+        )
+
+    monkeypatch.setattr(spec, "load_spec", full)
+    result = CliRunner().invoke(cli, ["sweep", "x.yaml"], prog_name="classify")
+    assert result.exit_code == 1
+    assert result.output == (
+        "classify: error: the disk is full (No space left on device): free some space and run it "
+        "again (a stopped training run continues with classify train --resume)\n"
+    )
+
+
+def test_a_chained_full_disk_is_one_line(monkeypatch):
+    from classifier.sweeps import spec
+
+    def full(path):
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", "/data/ckpt")
+        except OSError as error:
+            raise RuntimeError("saving the checkpoint failed") from error
+
+    monkeypatch.setattr(spec, "load_spec", full)
+    result = CliRunner().invoke(cli, ["sweep", "x.yaml"], prog_name="classify")
+    assert result.exit_code == 1
+    assert result.output.startswith(
+        "classify: error: the disk is full (No space left on device writing /data/ckpt): "
+    )
+
+
 def test_usage_errors_are_two_lines():
     result = CliRunner().invoke(cli, ["compare", "--bogus"], prog_name="classify")
     assert result.exit_code == 2

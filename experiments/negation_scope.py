@@ -54,6 +54,18 @@ ENDS, PUNCTUATION = {".", "!", "?", ";", ":"}, {",", ".", "!", "?", ";", ":"}
 #: Words that open a conceded clause at a sentence's start; with ``CONCESSIVE`` its words count
 #: as those before a contrast word do (``concessive=1`` in one_bag.py).
 CONCESSIONS, CONCESSIVE = {"although", "though", "while", "whilst"}, False
+#: Function words; with ``CONTENT_SCOPE`` a negation's scope passes over them without negating
+#: them ("not silly at all": "at" and "all" keep their own features; ``content_scope=1`` in
+#: one_bag.py).
+FUNCTION_WORDS = {"a", "an", "the", "at", "all", "in", "any", "way", "of", "to", "for", "on",
+                  "with", "by", "as", "it", "its", "this", "that", "these", "those", "i", "you",
+                  "he", "she", "we", "they", "is", "was", "are", "were", "be", "been", "am",
+                  "and", "or", "so", "do", "did", "does", "have", "has", "had", "find", "found",
+                  "think", "thought", "say", "said", "really", "one", "part"}  # fmt: skip
+#: ``content_scope=2``: only articles and prepositions (and "all", "any", "way").
+ARTICLES_PREPOSITIONS = {"a", "an", "the", "at", "all", "in", "any", "way", "of", "to", "for",
+                         "on", "with", "by", "as"}  # fmt: skip
+CONTENT_SCOPE = False
 TOKEN = re.compile(r"[a-z0-9']+|[.,;:!?]")
 #: The features that read negation best here, as ``features`` takes them (mode, flip, window,
 #: contrast, a comma ends a scope, most words in a scope): ``flip:c=0.25:comma=1:n=4``.
@@ -88,7 +100,7 @@ def words(
             continue
         since += 1
         scope = scope and not (window and since > window) and not (most and since > most)
-        out.append((token, scope, conceding))
+        out.append((token, scope and not (CONTENT_SCOPE and token in FUNCTION_WORDS), conceding))
     return out
 
 

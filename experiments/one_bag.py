@@ -16,6 +16,8 @@ product's ``model.letter_weight``; 0: no letters). ``min_texts=N``: an n-gram is
 where N training texts hold it (2). ``sentence_mode=pure``: a negated n-gram of a sentence
 counts minus itself alone, without a feature of its own (``N:``). ``concessive=1``: the clause
 after a sentence-initial "although", "though" or "while" counts as words before "but" do.
+``content_scope=1``: a negation's scope passes over function words ("at", "all", "the", "find",
+...) without negating them; ``content_scope=2``: over articles and prepositions only.
 
 Scored as the other probes are (IMDB's next 10,000 training reviews, SST-2's dev sentences, the
 suite's dev part; ``part=test`` for the test part, once).
@@ -24,7 +26,7 @@ Run (about 4 minutes on 2 cores)::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/one_bag.py [short=30]
         [design=split|sum|shared] [letters=W] [adam=0.03] [epochs=10] [part=dev]
-        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1]
+        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1] [content_scope=0|1]
 """
 
 from __future__ import annotations
@@ -91,6 +93,9 @@ def main() -> None:
     design = option.get("design", "split")
     probe.MIN_TEXTS = int(option.get("min_texts", probe.MIN_TEXTS))
     probe.CONCESSIVE = option.get("concessive", "0") == "1"
+    probe.CONTENT_SCOPE = option.get("content_scope", "0") != "0"
+    if option.get("content_scope") == "2":
+        probe.FUNCTION_WORDS = probe.ARTICLES_PREPOSITIONS
     train, train_labels = probe.load("train[:15000]")
     sets, suite = probe.scored_sets(option.get("part", "dev"))
     phrases = [(t, int(x)) for t, x, _ in treebank.rows(probe.TREES, "train.txt", True)]

@@ -61,14 +61,22 @@ def check_source(d: Any) -> None:
                 )
 
 
+#: In ``data.extra_label_map``, the class of a row that joins training once per class (a
+#: target spread evenly over the classes: a neutral phrase that leans no way).
+EVERY_CLASS = "*"
+
+
 def parse_label_map(text: str, key: str = "data.label_map") -> dict[str, str | None]:
     """``data.label_map`` (or another ``key`` of its form) as ``{label read: class name}``;
-    None where the label's rows are dropped (``2=``). A ConfigError for an entry without ``=``,
-    an empty or repeated label.
+    None where the label's rows are dropped (``2=``); :data:`EVERY_CLASS` (``2=*``, in
+    ``data.extra_label_map`` only) where a row joins training once per class. A ConfigError
+    for an entry without ``=``, an empty or repeated label.
 
     Example:
         >>> parse_label_map("0=negative, 1=negative, 2=, 3=positive, 4=positive")
         {'0': 'negative', '1': 'negative', '2': None, '3': 'positive', '4': 'positive'}
+        >>> parse_label_map("0=negative, 2=*, 4=positive", "data.extra_label_map")["2"]
+        '*'
     """
     mapping: dict[str, str | None] = {}
     for entry in text.split(","):
@@ -78,12 +86,16 @@ def parse_label_map(text: str, key: str = "data.label_map") -> dict[str, str | N
             if not equals
             else "has an entry without a label" if not label
             else f"maps '{label}' twice" if label in mapping
+            else (
+                f"maps '{label}' to every class ({EVERY_CLASS}), which only "
+                "data.extra_label_map can (training rows that lean no way)"
+            ) if name == EVERY_CLASS and key != "data.extra_label_map"
             else ""
         )  # fmt: skip
         if problem:
             raise ConfigError(f"{key}='{text}' {problem}")
         mapping[label] = name or None
-    if len({name for name in mapping.values() if name}) < 2:
+    if len({name for name in mapping.values() if name and name != EVERY_CLASS}) < 2:
         raise ConfigError(f"{key}='{text}' leaves fewer than two classes; a classifier needs two")
     return mapping
 

@@ -5,8 +5,10 @@ is chosen and scored on stays the source's own.
 A treebank's trees (``.txt``) add every distinct labelled phrase of every tree; any other source
 its rows. ``data.extra_label_map`` names their labels as the source's classes (``0=negative,
 1=negative, 2=, 3=positive, 4=positive`` makes the treebank's five labels IMDB's two, dropping
-the neutral ones); without it the labels must be the source's class names already. A label the
-map lacks, a class the source does not have, or nothing left is one line naming the file.
+the neutral ones; ``2=*`` adds each neutral one once per class instead, a target spread evenly
+over the classes, so that what such rows hold, "the soundtrack", leans no way); without it the
+labels must be the source's class names already. A label the map lacks, a class the source
+does not have, or nothing left is one line naming the file.
 
 Example::
 
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from classifier.config.checks import parse_label_map
+from classifier.config.checks import EVERY_CLASS, parse_label_map
 from classifier.config.schema import DataConfig
 from classifier.data import files, named
 from classifier.errors import DataError
@@ -40,7 +42,11 @@ def extra_rows(cfg: DataConfig, labels: tuple[str, ...]) -> tuple[list[str], np.
             f"data.extra: {path} not found (the added training texts); put it there, or set "
             "data.extra and data.extra_label_map to null to train without them"
         )
-    relabel = parse_label_map(cfg.extra_label_map) if cfg.extra_label_map else None
+    relabel = (
+        parse_label_map(cfg.extra_label_map, "data.extra_label_map")
+        if cfg.extra_label_map
+        else None
+    )
     index = {name: code for code, name in enumerate(labels)}
     texts, codes = [], []
     for record in files.records(path, cfg.text_field, cfg.label_field, phrases=_treebank(path)):
@@ -54,6 +60,10 @@ def extra_rows(cfg: DataConfig, labels: tuple[str, ...]) -> tuple[list[str], np.
                 )
             name = relabel[record.label]
         if name is None:
+            continue
+        if name == EVERY_CLASS:  # once per class: the loss's target spread evenly
+            texts += [record.text] * len(labels)
+            codes += range(len(labels))
             continue
         if name not in index:
             raise DataError(
@@ -75,9 +85,20 @@ def extra_line(cfg: DataConfig, added: int) -> str:
         "train adds 77,616 rows of trees/train.txt (its trees' labelled phrases, each once)"
         >>> extra_line(DataConfig(extra="t.txt", extra_label_map="0=a, 1=b, 2="), 9)[-43:]
         'that data.extra_label_map keeps, each once)'
+        >>> extra_line(DataConfig(extra="t.txt", extra_label_map="0=a, 1=b, 2=*"), 9)[-45:]
+        'each once; those it maps to * once per class)'
     """
     kept = " that data.extra_label_map keeps" if cfg.extra_label_map else ""
-    how = f" (its trees' labelled phrases{kept}, each once)" if _treebank(str(cfg.extra)) else ""
+    every = (
+        bool(cfg.extra_label_map)
+        and EVERY_CLASS
+        in parse_label_map(str(cfg.extra_label_map), "data.extra_label_map").values()
+    )
+    spread = f"those it maps to {EVERY_CLASS} once per class"
+    if _treebank(str(cfg.extra)):
+        how = f" (its trees' labelled phrases{kept}, each once{'; ' + spread if every else ''})"
+    else:
+        how = f" ({spread})" if every else ""
     return f"train adds {added:,} rows of {cfg.extra}{how}"
 
 

@@ -36,6 +36,37 @@ def test_a_treebank_adds_its_distinct_non_neutral_phrases_as_the_sources_classes
     assert "The film" not in texts and len(texts) == len(set(texts))
 
 
+def test_rows_mapped_to_every_class_join_once_per_class(tmp_path):
+    """``2=*``: a neutral phrase is added once as each class, a target spread evenly over the
+    classes (what it holds leans no way); the polar phrases are added as before."""
+    trees = write_trees(tmp_path / "train.txt")
+    spread = SST2.replace("2=", "2=*")
+    plain = extra_rows(config(source_csv(tmp_path), trees, f"data.extra_label_map={SST2}"), LABELS)
+    texts, codes = extra_rows(
+        config(source_csv(tmp_path), trees, f"data.extra_label_map={spread}"), LABELS
+    )
+    rows = list(zip(texts, codes.tolist(), strict=True))
+    assert [row for row in rows if row[0] == "The film"] == [("The film", 0), ("The film", 1)]
+    assert [row for row in rows if row[0] == "It"] == [("It", 0), ("It", 1)]
+    assert [row for row in rows if row[0] in plain[0]] == list(
+        zip(plain[0], plain[1].tolist(), strict=True)
+    )
+    neutral = {text for text in texts if text not in plain[0]}
+    assert len(texts) == len(plain[0]) + 2 * len(neutral) and "The" in neutral
+
+
+def test_every_class_is_for_added_rows_only():
+    spread = SST2.replace("2=", "2=*")
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, ["data.source=trees/train.txt", f"data.label_map={spread}"])
+    assert str(caught.value) == (
+        f"data.label_map='{spread}' maps '2' to every class (*), which only "
+        "data.extra_label_map can (training rows that lean no way)"
+    )
+    with pytest.raises(ConfigError, match="leaves fewer than two classes"):
+        load_config(None, ["data.extra=x.txt", "data.extra_label_map=0=a, 2=*"])
+
+
 def test_a_tables_rows_are_added_as_they_are(tmp_path):
     extra = write_csv(tmp_path / "more.csv", [("quite good", "positive"), ("dull", "negative")])
     texts, codes = extra_rows(config(source_csv(tmp_path), extra), LABELS)
@@ -108,3 +139,10 @@ def test_describe_counts_the_extra_rows(tmp_path):
         "data.extra_label_map keeps, each once)"
     )
     assert count == 14  # the six trees' non-neutral phrases, each once
+    spread = f"data.extra_label_map={SST2.replace('2=', '2=*')}"
+    lines = describe(config(source, trees, spread)).splitlines()
+    count = len(extra_rows(config(source, trees, spread), LABELS)[0])
+    assert lines[2] == (
+        f"train adds {count:,} rows of {trees} (its trees' labelled phrases that "
+        "data.extra_label_map keeps, each once; those it maps to * once per class)"
+    )

@@ -16,7 +16,9 @@ product's ``model.letter_weight``; 0: no letters). ``min_texts=N``: an n-gram is
 where N training texts hold it (2). ``sentence_mode=pure``: a negated n-gram of a sentence
 counts minus itself alone, without a feature of its own (``N:``). ``concessive=1``: the clause
 after a sentence-initial "although", "though" or "while" counts as words before "but" do.
-``content_scope=1``: a negation's scope passes over function words ("at", "all", "the", "find",
+``neutral=1``: the treebank's neutral phrases join training twice, once as negative and once
+as positive (a logistic loss's target of one half, so that what they hold, "the soundtrack",
+"my friend", leans neither way). ``content_scope=1``: a negation's scope passes over function words ("at", "all", "the", "find",
 ...) without negating them; ``content_scope=2``: over articles and prepositions only.
 
 Scored as the other probes are (IMDB's next 10,000 training reviews, SST-2's dev sentences, the
@@ -26,7 +28,7 @@ Run (about 4 minutes on 2 cores)::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/one_bag.py [short=30]
         [design=split|sum|shared] [letters=W] [adam=0.03] [epochs=10] [part=dev]
-        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1] [content_scope=0|1]
+        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1] [content_scope=0|1] [neutral=0|1]
 """
 
 from __future__ import annotations
@@ -99,7 +101,10 @@ def main() -> None:
     train, train_labels = probe.load("train[:15000]")
     sets, suite = probe.scored_sets(option.get("part", "dev"))
     phrases = [(t, int(x)) for t, x, _ in treebank.rows(probe.TREES, "train.txt", True)]
+    neutral = [t for t, x in phrases if x == 2]
     phrases = [(t, x) for t, x in phrases if x != 2][: int(option.get("phrases", 10**6))]
+    if option.get("neutral", "0") == "1":  # each neutral phrase once as negative, once positive
+        phrases += [(t, 0) for t in neutral] + [(t, 4) for t in neutral]
     texts = train + [t for t, _ in phrases]
     labels = np.concatenate([train_labels, [int(x > 2) for _, x in phrases]])
 

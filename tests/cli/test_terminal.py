@@ -174,59 +174,49 @@ def test_a_bug_is_one_line_and_exit_1_with_the_traceback_under_v(tmp_path, monke
     assert verbose.output.splitlines()[-1].startswith("classify: internal error: RuntimeError")
 
 
-def test_a_full_disk_is_one_line_not_an_internal_error(monkeypatch):
-    from classifier.sweeps import spec
-
-    def full(path):
-        raise OSError(errno.ENOSPC, "No space left on device", "/data/mlruns/model.keras")
-
-    monkeypatch.setattr(spec, "load_spec", full)
-    result = CliRunner().invoke(cli, ["sweep", "x.yaml"], prog_name="classify")
-    assert result.exit_code == 1
-    assert result.output == (
-        "classify: error: the disk is full (No space left on device writing "
-        "/data/mlruns/model.keras): free some space and run it again (a stopped training run "
-        "continues with classify train --resume)\n"
-    )
+def _full_disk(filename: str) -> OSError:
+    return OSError(errno.ENOSPC, "No space left on device", filename)
 
 
-def test_a_full_disk_behind_a_library_error_is_one_line_too(monkeypatch):
-    """MLflow gathers a failed artifact download into one MlflowException whose message alone
+def _behind_mlflow() -> Exception:
+    """How MLflow reports a failed artifact download: one MlflowException whose message alone
     keeps the OSError (seen when logging a model filled the disk during `classify train`)."""
     from mlflow.exceptions import MlflowException
 
+    return MlflowException(
+        "The following failures occurred while downloading one or more artifacts from "
+        "/data/mlruns/1/abc/artifacts:\n##### File model.keras #####\n"
+        "[Errno 28] No space left on device: '/tmp/x/model.keras'"
+    )
+
+
+def _chained() -> Exception:
+    error = RuntimeError("saving the checkpoint failed")
+    error.__cause__ = _full_disk("/data/ckpt")  # what `raise ... from` sets
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "where"),
+    [
+        (lambda: _full_disk("/data/mlruns/model.keras"), " writing /data/mlruns/model.keras"),
+        (_behind_mlflow, ""),
+        (_chained, " writing /data/ckpt"),
+    ],
+    ids=["oserror", "behind-mlflow", "chained"],
+)
+def test_a_full_disk_is_one_line_not_an_internal_error(monkeypatch, error, where):
     from classifier.sweeps import spec
 
     def full(path):
-        raise MlflowException(
-            "The following failures occurred while downloading one or more artifacts from "
-            "/data/mlruns/1/abc/artifacts:\n##### File model.keras #####\n"
-            "[Errno 28] No space left on device: '/tmp/x/model.keras'"
-        )
+        raise error()
 
     monkeypatch.setattr(spec, "load_spec", full)
     result = CliRunner().invoke(cli, ["sweep", "x.yaml"], prog_name="classify")
     assert result.exit_code == 1
     assert result.output == (
-        "classify: error: the disk is full (No space left on device): free some space and run it "
-        "again (a stopped training run continues with classify train --resume)\n"
-    )
-
-
-def test_a_chained_full_disk_is_one_line(monkeypatch):
-    from classifier.sweeps import spec
-
-    def full(path):
-        try:
-            raise OSError(errno.ENOSPC, "No space left on device", "/data/ckpt")
-        except OSError as error:
-            raise RuntimeError("saving the checkpoint failed") from error
-
-    monkeypatch.setattr(spec, "load_spec", full)
-    result = CliRunner().invoke(cli, ["sweep", "x.yaml"], prog_name="classify")
-    assert result.exit_code == 1
-    assert result.output.startswith(
-        "classify: error: the disk is full (No space left on device writing /data/ckpt): "
+        f"classify: error: the disk is full (No space left on device{where}): free some space "
+        "and run it again (a stopped training run continues with classify train --resume)\n"
     )
 
 

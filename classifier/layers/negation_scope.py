@@ -26,6 +26,7 @@ Example (ids 2 ``.``, 3 ``,``, 4 ``not``, 33 ``but``; 40, 41, 42 other words):
 
 from __future__ import annotations
 
+import functools
 import math
 
 from keras import ops
@@ -79,8 +80,7 @@ def negation_scope(
     before = after < next_end
     if concessive:  # from an opening "although" to its clause's end (a comma or the sentence's)
         previous = ops.pad(ids, [[0, 0], [1, 0]], constant_values=where.end)[:, :-1]
-        first, second = concession_ids()
-        concession = ops.logical_or(ops.equal(ids, first), ops.equal(ids, second))
+        concession = functools.reduce(ops.logical_or, [ops.equal(ids, i) for i in concession_ids()])
         concession = ops.logical_and(concession, ops.equal(previous, where.end))
         start = _running(ops.where(concession, position, -1), length, True, -1)
         breaks = ops.logical_or(end, ops.equal(ids, where.comma))

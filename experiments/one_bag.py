@@ -18,8 +18,9 @@ counts minus itself alone, without a feature of its own (``N:``). ``concessive=1
 after a sentence-initial "although", "though" or "while" counts as words before "but" do.
 ``neutral=1``: the treebank's neutral phrases join training twice, once as negative and once
 as positive (a logistic loss's target of one half, so that what they hold, "the soundtrack",
-"my friend", leans neither way). ``content_scope=1``: a negation's scope passes over function words ("at", "all", "the", "find",
-...) without negating them; ``content_scope=2``: over articles and prepositions only.
+"my friend", leans neither way). ``content_scope=1``: a negation's scope passes over function
+words ("at", "all", "the", "find", ...) without negating them; ``content_scope=2``: over
+articles and prepositions only.
 
 Scored as the other probes are (IMDB's next 10,000 training reviews, SST-2's dev sentences, the
 suite's dev part; ``part=test`` for the test part, once).
@@ -28,7 +29,8 @@ Run (about 4 minutes on 2 cores)::
 
     TFDS_DATA_DIR=../shared/tensorflow_datasets python experiments/one_bag.py [short=30]
         [design=split|sum|shared] [letters=W] [adam=0.03] [epochs=10] [part=dev]
-        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1] [content_scope=0|1] [neutral=0|1]
+        [min_texts=2] [sentence_mode=flip|pure] [concessive=0|1] [content_scope=0|1|2]
+        [neutral=0|1]
 """
 
 from __future__ import annotations

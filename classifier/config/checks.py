@@ -168,6 +168,11 @@ def check_negation(d: Any, m: Any) -> None:
             "model.concessive weighs a conceded clause as model.contrast weighs the words before "
             "'but': set model.contrast below 1 too"
         )
+    if m.sentences_as_reviews and not m.short_length:
+        raise ConfigError(
+            "model.sentences_as_reviews reads a sentence's n-grams in the reviews' block as well "
+            "as its own: set model.short_length too"
+        )
     if m.short_length and m.variant not in ("nbow", "nbow_attention"):
         raise ConfigError(
             "model.short_length reads sentences in a block of nbow's and nbow_attention's "

@@ -1,14 +1,13 @@
 """Typed, validated configuration loaded from ``configs/*.yaml``.
 
 A config file may name another with ``extends: other.yaml`` (relative to itself); its keys are
-merged over that file's. Command-line overrides (``--set model.num_heads=4``) come last. Every
-key, type and value is checked, and a bad one raises :class:`ConfigError` naming the key.
-:mod:`classifier.config.yaml_files` reads the files, ``extends`` included (sweep specs too).
+merged over that file's; command-line overrides (``--set model.num_heads=4``) come last. Every
+key, type and value is checked (a bad one: :class:`ConfigError` naming the key); the files are
+read by :mod:`classifier.config.yaml_files`, ``extends`` included (sweep specs too).
 
-YAML is read as PyYAML's safe loader does (YAML 1.1: ``yes``/``no`` are booleans), with three
-differences that keep a value from meaning something else than it says: a repeated key is an
-error; ``010`` and ``1:30`` stay text instead of becoming 8 and 90; and a key of type float
-takes a number written as text (``1e-3``, which YAML 1.1 leaves a string) as that number.
+YAML is read as PyYAML's safe loader does (YAML 1.1: ``yes``/``no`` are booleans), but a repeated
+key is an error, ``010`` and ``1:30`` stay text (not 8 and 90), and a float key takes a number
+written as text (``1e-3``, which YAML 1.1 leaves a string) as that number.
 
 Example:
     >>> cfg = load_config("configs/default.yaml", ["model.num_heads=4"])
@@ -133,6 +132,7 @@ class ModelConfig:
     letter_weight: float = 1.0  # nbow with letters: a letter n-gram's value against a word's
     own_negated_letters: bool = True  # nbow: a negated letter n-gram adds a feature of its own
     concessive: bool = False  # nbow: "Although A, B" weighs A as words before "but" are
+    sentences_as_reviews: bool = False  # nbow: a sentence's n-grams in the reviews' block as well
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # a pretrained encoder or classifier: models:/, runs:/, path
 

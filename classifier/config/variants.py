@@ -292,6 +292,7 @@ NBOW_KEYS = (
     "model.letter_weight",
     "model.own_negated_letters",
     "model.concessive",
+    "model.sentences_as_reviews",
 )
 register(
     Variant(

@@ -119,7 +119,8 @@ def word_contributions(
         positions: its feature ids in order of position: the n unigrams, then the n - 1 bigrams,
             and so on (:meth:`~classifier.serving.explain_parts.NgramWeights.features`), then
             for a bag with ``letters`` each of the first ``short_length`` words' letter n-grams
-            (0 for a review); for a bag with negation, then as many again: the negated ones' own
+            (0 for a review), then for a bag with ``sentences_as_reviews`` the n-grams again (0
+            for a review); for a bag with negation, then as many again: the negated ones' own
             features, or 0.
         length: its number of words n.
 
@@ -144,15 +145,24 @@ def word_contributions(
     spans, offset = [], 0  # spans: (feature, first word, n)
     width = weights.letters  # each of a sentence's first short_length words' letter n-grams
     lettered = min(length, weights.short_length) * width
-    per_part = sum(max(length - n + 1, 0) for n in range(1, order + 1)) + lettered
-    for _ in range(len(unsorted) // max(per_part, 1)):  # with negation: two parts
+    grams = sum(max(length - n + 1, 0) for n in range(1, order + 1))
+    copies = 2 if weights.sentences_as_reviews else 1  # a sentence's n-grams in both blocks
+    per_part = grams * copies + lettered
+
+    def ngrams() -> None:
+        nonlocal offset
         for n in range(1, order + 1):
             count = max(length - n + 1, 0)
-            spans += [(f, start, n) for start, f in enumerate(unsorted[offset : offset + count])]
+            spans.extend((f, start, n) for start, f in enumerate(unsorted[offset : offset + count]))
             offset += count
+
+    for _ in range(len(unsorted) // max(per_part, 1)):  # with negation: two parts
+        ngrams()
         part = unsorted[offset : offset + lettered]
         spans += [(f, k // width, 1) for k, f in enumerate(part)]  # a letter n-gram: its word's
         offset += lettered
+        if copies == 2:
+            ngrams()
     times = Counter(f for f, _, _ in spans)
     shares = np.zeros(length)
     for feature, start, n in spans:

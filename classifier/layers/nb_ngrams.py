@@ -177,6 +177,9 @@ class NaiveBayesNgrams(BagOfNgrams):
             words in general, in the data mostly negated positives).
         concessive: with ``contrast``, the clause after a sentence's opening "although" or
             "though" counts ``contrast`` times too, as the words before a "but" do.
+        sentences_as_reviews: with ``short_length``, a sentence's word n-grams count in the
+            reviews' block as well, read as a review's (scope: the clause): the reviews' weights,
+            learnt from far more text, beside its own block's (Daumé's shared copy of features).
     """
 
     scale_name = "ratio"
@@ -197,6 +200,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         letter_weight: float = 1.0,
         own_negated_letters: bool = True,
         concessive: bool = False,
+        sentences_as_reviews: bool = False,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -207,7 +211,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         self.negation_words = negation_words
         self.short_length, self.letters = short_length, letters
         self.letter_weight, self.own_negated_letters = letter_weight, own_negated_letters
-        self.concessive = concessive
+        self.concessive, self.sentences_as_reviews = concessive, sentences_as_reviews
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
         if letters and not short_length:
@@ -218,6 +222,8 @@ class NaiveBayesNgrams(BagOfNgrams):
             raise ValueError("own_negated_letters=False is of negated letters: letters, negation")
         if concessive and contrast == 1:
             raise ValueError("concessive weighs a conceded clause as contrast does: contrast < 1")
+        if sentences_as_reviews and not short_length:
+            raise ValueError("sentences_as_reviews reads sentences: it needs short_length")
 
     @property
     def feature_count(self) -> int:
@@ -253,20 +259,23 @@ class NaiveBayesNgrams(BagOfNgrams):
     def entries(self, token_ids):
         if not self.reads_scope and not self.short_length:
             return super().entries(token_ids)
-        plain, negated, before, lettered, sentence = self._by_position(token_ids)
-        # Keys of int32 (LiteRT divides no int64): below 8 * (1e6 + 1e8), the largest config.
-        # Each feature's key holds, low bit first, whether it stands before a contrast word,
-        # whether it is negated, and (with a letter_weight) whether it is a letter n-gram.
+        plain, negated, before, lettered, block = self._by_position(token_ids)
+        # Keys of int32 (LiteRT divides no int64): below 8 * 2 * (1e6 + 1e8), the largest
+        # config's features in both blocks. Each feature's key holds, low bit first, whether it
+        # stands before a contrast word, whether it is negated, and (with a letter_weight)
+        # whether it is a letter n-gram.
         step = 8 if self.letter_weight != 1 else 4
         negated32, before32 = ops.cast(negated, "int32"), ops.cast(before, "int32")
         flags = before32 + (ops.cast(lettered, "int32") * 4 if step == 8 else 0)
-        keys = ops.where(plain > 0, ops.cast(plain, "int32") * step + negated32 * 2 + flags, 0)
+        placed = ops.cast(self._placed(plain, block), "int32")
+        keys = ops.where(plain > 0, placed * step + negated32 * 2 + flags, 0)
         if self.negation > 0:
-            own = ops.cast(self._own(plain), "int32")  # numbered in int64: 31 x a slot can pass
+            # numbered in int64 (31 x a slot can pass int32), then placed in its word's block
+            own = ops.cast(self._placed(self._own(plain), block), "int32")
             flipped = ops.where(self._owned(negated, lettered), own * step + flags, 0)
             keys = ops.concatenate([keys, flipped], axis=1)
         keys = ops.sort(keys, axis=-1)
-        features = self._placed(ops.cast(keys // step, "int64"), sentence)
+        features = ops.cast(keys // step, "int64")
         sign = ops.where(ops.mod(keys // 2, 2) > 0, -self.negation, 1.0)
         weight = ops.where(ops.mod(keys, 2) > 0, self.contrast, 1.0)
         if step == 8:
@@ -276,11 +285,12 @@ class NaiveBayesNgrams(BagOfNgrams):
     def features_by_position(self, token_ids):
         if self.negation == 0 and not self.short_length:
             return super().features_by_position(token_ids)
-        plain, negated, _, lettered, sentence = self._by_position(token_ids)
+        plain, negated, _, lettered, block = self._by_position(token_ids)
+        placed = self._placed(plain, block)
         if self.negation > 0:
-            own = ops.where(self._owned(negated, lettered), self._own(plain), 0)
-            plain = ops.concatenate([plain, own], axis=1)
-        return self._placed(plain, sentence)
+            own = self._placed(self._own(plain), block)
+            placed = ops.concatenate([placed, ops.where(self._owned(negated, lettered), own, 0)], 1)
+        return placed
 
     def _owned(self, negated, lettered):
         """Where a negated feature adds its own: every one, or (``own_negated_letters``
@@ -291,28 +301,31 @@ class NaiveBayesNgrams(BagOfNgrams):
 
     def _by_position(self, token_ids):
         """(B, F) features by position, numbered within their block (the n-grams, then with
-        ``letters`` each of a sentence's first ``short_length`` words' letter n-grams), 0/1
+        ``letters`` each of a sentence's first ``short_length`` words' letter n-grams, then
+        with ``sentences_as_reviews`` a sentence's n-grams again, read as a review's), 0/1
         (int64) where a real one's last word is negated, where it stands before a contrast
-        word and where it is a letter n-gram; and (B, 1) whether each input is a sentence (all
-        False without ``short_length``)."""
+        word and where it is a letter n-gram; and (B, F) bool where it is in the sentences'
+        block (all False without ``short_length``)."""
         ids = ops.cast(token_ids, "int64")
-        plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
+        words = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = ops.sum(ops.cast(ids > 0, "int32"), axis=1, keepdims=True) < self.short_length
         if self.reads_scope:
             negated, before = negation_scope(
                 ids, self.max_length, self.negation_words, concessive=self.concessive
             )
+            as_review = ops.cast(negated, "int64") * int(self.negation > 0)
             if self.short_length:  # a sentence's scope runs to its end or a contrast word
                 whole = negation_scope(ids, self.max_length, commas=False)[0]
                 negated = ops.where(sentence, whole, negated)
             negated = ops.cast(negated, "int64") * int(self.negation > 0)
             before = ops.cast(before, "int64")
         else:
-            negated = before = ops.zeros_like(ids)
+            negated = before = as_review = ops.zeros_like(ids)
         flags = [
             ops.concatenate([flag[:, n:] for n in range(self.order)], axis=1)
             for flag in (negated, before)
         ]
+        plain, words_before = words, flags[1]
         lettered = ops.zeros_like(plain)
         if self.letters:
             head = ids[:, : self.short_length]
@@ -326,15 +339,23 @@ class NaiveBayesNgrams(BagOfNgrams):
                 flags[i] = ops.concatenate([flags[i], ops.reshape(spread, flat)], axis=1)
             plain = ops.concatenate([plain, ops.reshape(grams, flat)], axis=1)
             lettered = ops.concatenate([lettered, ops.ones_like(ops.reshape(grams, flat))], axis=1)
+        block = ops.broadcast_to(sentence, ops.shape(plain))
+        if self.sentences_as_reviews:  # a sentence's n-grams again, in the reviews' block
+            plain = ops.concatenate([plain, ops.where(sentence, words, 0)], axis=1)
+            as_review = ops.concatenate([as_review[:, n:] for n in range(self.order)], axis=1)
+            flags[0] = ops.concatenate([flags[0], as_review], axis=1)  # the clause's scope
+            flags[1] = ops.concatenate([flags[1], words_before], axis=1)
+            lettered = ops.concatenate([lettered, ops.zeros_like(words)], axis=1)
+            block = ops.concatenate([block, ops.zeros_like(words, dtype="bool")], axis=1)
         flags = [ops.where(plain > 0, flag, 0) for flag in (*flags, lettered)]
-        return plain, *flags, sentence
+        return plain, *flags, block
 
-    def _placed(self, features, sentence):
-        """``features`` numbered within their block, numbered in the bag: a sentence's after
-        the reviews' block."""
+    def _placed(self, features, block):
+        """``features`` numbered within their block, numbered in the bag: those in the
+        sentences' ``block`` (B, F) after the reviews' block."""
         if not self.short_length:
             return features
-        after = ops.logical_and(sentence, features > 0)
+        after = ops.logical_and(block, features > 0)
         return ops.where(after, features + self.vocab_size + self.buckets, features)
 
     def _own(self, features):
@@ -375,4 +396,5 @@ class NaiveBayesNgrams(BagOfNgrams):
             "letter_weight": self.letter_weight,
             "own_negated_letters": self.own_negated_letters,
             "concessive": self.concessive,
+            "sentences_as_reviews": self.sentences_as_reviews,
         }

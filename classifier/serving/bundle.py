@@ -181,6 +181,7 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         letter_weight=float(getattr(bag, "letter_weight", 1.0)),
         own_negated_letters=bool(getattr(bag, "own_negated_letters", True)),
         concessive=bool(getattr(bag, "concessive", False)),
+        sentences_as_reviews=bool(getattr(bag, "sentences_as_reviews", False)),
     )
 
 
@@ -208,6 +209,8 @@ def _write_explain_parts(
             described.append("own_negated_letters")
         if weights.concessive:
             described.append("concessive")
+        if weights.sentences_as_reviews:
+            described.append("sentences_as_reviews")
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         if weights.letters:

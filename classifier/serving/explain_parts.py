@@ -121,6 +121,7 @@ class NgramWeights:
         own_negated_letters: whether a negated letter n-gram adds a feature of its own.
         concessive: whether a clause conceded by a sentence's opening "although" stands before
             a contrast (:func:`scope_of`).
+        sentences_as_reviews: whether a sentence's n-grams count in the reviews' block as well.
     """
 
     vocab_size: int
@@ -141,6 +142,7 @@ class NgramWeights:
     letter_weight: float = 1.0
     own_negated_letters: bool = True
     concessive: bool = False
+    sentences_as_reviews: bool = False
 
     @property
     def reads_scope(self) -> bool:
@@ -151,11 +153,12 @@ class NgramWeights:
         """(B, F) feature ids in order of position (:func:`ngram_features`, then with
         ``letters`` a sentence's letter n-grams); with ``negation``, then each negated one's own
         feature (0 elsewhere); a sentence's in its block."""
-        plain, negated, _, lettered, sentence = self._by_position(token_ids)
+        plain, negated, _, lettered, block = self._by_position(token_ids)
+        placed = self._placed(plain, block)
         if self.negation > 0:
-            own = np.where(self._owned(negated, lettered), self._own(plain), 0)
-            plain = np.concatenate([plain, own], axis=1)
-        return self._placed(plain, sentence)
+            own = self._placed(self._own(plain), block)
+            placed = np.concatenate([placed, np.where(self._owned(negated, lettered), own, 0)], 1)
+        return placed
 
     def _owned(self, negated: np.ndarray, lettered: np.ndarray) -> np.ndarray:
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._owned`."""
@@ -165,18 +168,18 @@ class NgramWeights:
         """``(features (B, F), values (B, F) or (B, F, outputs))``: sorted feature ids and
         their normalised scaled values, 0 for repeats and padding (the twin of
         :meth:`classifier.layers.ngrams.BagOfNgrams.feature_values`, in float32 as it is)."""
-        plain, negated, before, lettered, sentence = self._by_position(token_ids)
+        plain, negated, before, lettered, block = self._by_position(token_ids)
         if not self.reads_scope and not self.short_length:
             features, sign, weight = np.sort(plain, axis=-1), 1.0, 1.0
         else:
             step = 8 if self.letter_weight != 1 else 4  # the keys' bits, as the Keras layer's
             flags = before + (lettered * 4 if step == 8 else 0)
-            keys = np.where(plain > 0, plain * step + negated * 2 + flags, 0)
+            keys = np.where(plain > 0, self._placed(plain, block) * step + negated * 2 + flags, 0)
             if self.negation > 0:
-                own = np.where(self._owned(negated, lettered), self._own(plain) * step + flags, 0)
-                keys = np.concatenate([keys, own], axis=1)
+                own = self._placed(self._own(plain), block) * step + flags
+                keys = np.concatenate([keys, np.where(self._owned(negated, lettered), own, 0)], 1)
             keys = np.sort(keys, axis=-1)
-            features = self._placed(keys // step, sentence)
+            features = keys // step
             sign = np.where((keys // 2) % 2 > 0, np.float32(-self.negation), np.float32(1))
             weight = np.where(keys % 2 > 0, np.float32(self.contrast), np.float32(1))
             if step == 8:
@@ -194,21 +197,23 @@ class NgramWeights:
     def _by_position(self, token_ids: np.ndarray):
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._by_position`: the features by
         position within their block, their negated, before-contrast and letter flags (int64),
-        and whether each input is a sentence (B, 1)."""
+        and where each is in the sentences' block (B, F)."""
         ids = np.asarray(token_ids, dtype=np.int64)
-        plain = ngram_features(ids, self.vocab_size, self.buckets, self.order)
+        words = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = (ids > 0).sum(axis=1, keepdims=True) < self.short_length
         if self.reads_scope:
             negated, before = scope_of(ids, self.negation_words, concessive=self.concessive)
+            as_review = negated.astype(np.int64) * int(self.negation > 0)
             if self.short_length:
                 negated = np.where(sentence, scope_of(ids, commas=False)[0], negated)
             negated = negated.astype(np.int64) * int(self.negation > 0)
             before = before.astype(np.int64)
         else:
-            negated = before = np.zeros_like(ids)
+            negated = before = as_review = np.zeros_like(ids)
         flags = [
             np.concatenate([f[:, n:] for n in range(self.order)], axis=1) for f in (negated, before)
         ]
+        plain, words_before = words, flags[1]
         lettered = np.zeros_like(plain)
         if self.letters:
             grams = self.letter_ids[ids[:, : self.short_length]].astype(np.int64)  # (B, S, G)
@@ -218,16 +223,22 @@ class NgramWeights:
                 flags[i] = np.concatenate([flags[i], spread.reshape(len(ids), -1)], axis=1)
             plain = np.concatenate([plain, grams.reshape(len(ids), -1)], axis=1)
             lettered = np.concatenate([lettered, np.ones_like(grams.reshape(len(ids), -1))], axis=1)
+        block = np.broadcast_to(sentence, plain.shape)
+        if self.sentences_as_reviews:  # a sentence's n-grams again, in the reviews' block
+            plain = np.concatenate([plain, np.where(sentence, words, 0)], axis=1)
+            as_review = np.concatenate([as_review[:, n:] for n in range(self.order)], axis=1)
+            flags[0] = np.concatenate([flags[0], as_review], axis=1)  # the clause's scope
+            flags[1] = np.concatenate([flags[1], words_before], axis=1)
+            lettered = np.concatenate([lettered, np.zeros_like(words)], axis=1)
+            block = np.concatenate([block, np.zeros(words.shape, bool)], axis=1)
         negated, before, lettered = (np.where(plain > 0, f, 0) for f in (*flags, lettered))
-        return plain, negated, before, lettered, sentence
+        return plain, negated, before, lettered, block
 
-    def _placed(self, features: np.ndarray, sentence: np.ndarray) -> np.ndarray:
+    def _placed(self, features: np.ndarray, block: np.ndarray) -> np.ndarray:
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._placed`."""
         if not self.short_length:
             return features
-        return np.where(
-            sentence & (features > 0), features + self.vocab_size + self.buckets, features
-        )
+        return np.where(block & (features > 0), features + self.vocab_size + self.buckets, features)
 
     def _own(self, features: np.ndarray) -> np.ndarray:
         """As :meth:`classifier.layers.nb_ngrams.NaiveBayesNgrams._own`."""
@@ -332,6 +343,7 @@ def load_explain_parts(bundle) -> ExplainParts:
                 letters=int(described.get("letters", 0)),
                 letter_weight=float(described.get("letter_weight", 1.0)),
                 own_negated_letters=bool(described.get("own_negated_letters", True)),
+                sentences_as_reviews=bool(described.get("sentences_as_reviews", False)),
                 concessive=bool(described.get("concessive", False)),
                 **loaded,
             )

@@ -35,11 +35,12 @@ def ids_of(text: str, length: int = 0) -> np.ndarray:
 def bag(
     short_length: int = 6, letters: int = 0, negation: float = 1.0, buckets: int = BUCKETS,
     letter_weight: float = 1.0, own_negated_letters: bool = True,
+    sentences_as_reviews: bool = False,
 ):  # fmt: skip
     layer = NaiveBayesNgrams(
         VOCAB, buckets, 2, order=2, negation=negation, contrast=0.25, max_length=16,
         negation_words=2, short_length=short_length, letters=letters, letter_weight=letter_weight,
-        own_negated_letters=own_negated_letters,
+        own_negated_letters=own_negated_letters, sentences_as_reviews=sentences_as_reviews,
     )  # fmt: skip
     layer.build((None, None))
     layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
@@ -77,6 +78,26 @@ def test_a_sentences_negation_reaches_its_end_past_a_comma_and_the_word_limit():
     assert weights_of(layer, "not good but bad")[bad + block] == 1.0
     assert weights_of(layer, "not good but bad")[IDS["good"] + block] == -0.25
     assert weights_of(layer, "not good . bad")[bad + block] == 1.0
+
+
+def test_a_sentence_read_as_a_review_too_adds_the_reviews_features_and_nothing_else():
+    block, bad, film = VOCAB + BUCKETS, IDS["bad"], IDS["film"]
+    own, shared = bag(short_length=8, letters=12), bag(8, 12, sentences_as_reviews=True)
+    text = "not the film , bad"
+    alone, both = weights_of(own, text), weights_of(shared, text)
+    assert {f: w for f, w in both.items() if f >= block} == alone  # its own block as before
+    as_review = {f: w for f, w in both.items() if f < block}
+    # read as a review: the comma ends the scope (the sentence's own block reads "bad" negated)
+    assert alone[bad + block] == -1.0 and as_review[bad] == 1.0 and as_review[film] == -1.0
+    assert max(as_review) < VOCAB + BUCKETS and not set(as_review) & {
+        int(f) for f in letter_table(VOCABULARY, VOCAB, BUCKETS, 12)[bad] if f
+    }  # no letters in the reviews' block
+    assert as_review == weights_of(bag(short_length=0), text)  # what a review's bag reads
+    review = "the film was bad . the plot was good"
+    assert weights_of(shared, review) == weights_of(own, review)  # a review as before
+    assert NaiveBayesNgrams.from_config(shared.get_config()).sentences_as_reviews
+    with pytest.raises(ValueError, match="sentences_as_reviews reads sentences"):
+        NaiveBayesNgrams(60, 97, 2, sentences_as_reviews=True)
 
 
 def test_letter_ngrams_are_the_words_edges_and_insides():
@@ -144,17 +165,18 @@ def test_negated_letters_without_features_of_their_own_count_minus_themselves_al
 
 
 @pytest.mark.parametrize(
-    ("letters", "negation", "letter_weight", "own_letters"),
-    [(0, 1.0, 1, True), (12, 1.0, 1, True), (12, 0.0, 1, True), (12, 1.0, 4, True),
-     (12, 1.0, 4, False)],
+    ("letters", "negation", "letter_weight", "own_letters", "as_reviews"),
+    [(0, 1.0, 1, True, False), (12, 1.0, 1, True, False), (12, 0.0, 1, True, False),
+     (12, 1.0, 4, True, False), (12, 1.0, 4, False, False), (12, 1.0, 4, False, True),
+     (0, 0.0, 1, True, True)],
 )  # fmt: skip
 def test_the_twin_and_the_word_contributions_agree_with_the_layer(
-    letters, negation, letter_weight, own_letters
+    letters, negation, letter_weight, own_letters, as_reviews
 ):
     rng = np.random.default_rng(letters)
     layer = bag(
         short_length=8, letters=letters, negation=negation, buckets=97, letter_weight=letter_weight,
-        own_negated_letters=own_letters,
+        own_negated_letters=own_letters, sentences_as_reviews=as_reviews,
     )  # fmt: skip
     layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
     layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
@@ -164,9 +186,10 @@ def test_the_twin_and_the_word_contributions_agree_with_the_layer(
         np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=negation, contrast=0.25,
         negation_words=2, short_length=8, letters=letters,
         letter_ids=numpy(layer.letter_ids) if letters else None, letter_weight=letter_weight,
-        own_negated_letters=own_letters,
+        own_negated_letters=own_letters, sentences_as_reviews=as_reviews,
     )  # fmt: skip
-    for text in ("the film was not bad , at all", "not good but the plot . bad at all good"):
+    texts = ["the film was not bad , at all", "not good but the plot . bad at all good"]
+    for text in texts + ["not the film , bad good"] * as_reviews:
         assert_twin_explains_the_layer(layer, twin, ids_of(text))
 
 
@@ -201,6 +224,11 @@ def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
     assert ratios[film] > 0.5  # in the positive sentence alone
     assert abs(ratios[bad]) < 0.01  # in both (negated in the positive one: present all the same)
     assert ratios[IDS["film"]] == ratios[IDS["plot"]]  # no review: the reviews' block is unseen
+    cfg.sentences_as_reviews = True  # ...unless a sentence is read as a review too
+    classifier = build_classifier(cfg, VOCAB, 16)
+    set_log_count_ratios(classifier, batches, VOCABULARY)
+    ratios = ops.convert_to_numpy(classifier.get_layer("bag").ratio)
+    assert ratios[IDS["film"]] > 0.5 and ratios[IDS["film"] + block] > 0.5
 
 
 @pytest.mark.parametrize(
@@ -225,6 +253,9 @@ def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
         (["model.variant=nbow", "model.concessive=true"],
          "model.concessive weighs a conceded clause as model.contrast weighs the words before "
          "'but': set model.contrast below 1 too"),
+        (["model.variant=nbow", "model.sentences_as_reviews=true"],
+         "model.sentences_as_reviews reads a sentence's n-grams in the reviews' block as well "
+         "as its own: set model.short_length too"),
     ],
 )  # fmt: skip
 def test_bad_sentence_settings_are_one_line(settings, message):

@@ -286,15 +286,18 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
         np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
-@pytest.mark.parametrize(("letter_weight", "own_letters"), [(1.0, True), (4.0, False)])
+@pytest.mark.parametrize(
+    ("letter_weight", "own_letters", "as_reviews"), [(1.0, True, False), (4.0, False, True)]
+)
 def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_explains(
-    tmp_path, letter_weight, own_letters
+    tmp_path, letter_weight, own_letters, as_reviews
 ):
     vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
     vectorizer.adapt(np.array(texts()))
     cfg = ModelConfig(
         variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, short_length=6, letters=5,
         letter_weight=letter_weight, own_negated_letters=own_letters,
+        sentences_as_reviews=as_reviews,
     )  # fmt: skip
     classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
     model = spread(build_end_to_end(vectorizer, classifier))
@@ -304,6 +307,7 @@ def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_expla
     folder = write_bundle(model, tmp_path / "bundle")  # checks the twin and LiteRT against Keras
     manifest = json.loads((folder / MANIFEST).read_text())
     weighted = {} if own_letters else {"letter_weight": 4.0, "own_negated_letters": False}
+    weighted |= {"sentences_as_reviews": True} if as_reviews else {}
     assert manifest["explain"]["ngrams"] == {
         "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
         "negation": 0.5, "contrast": 0.25, "negation_words": 0, "short_length": 6, "letters": 5,

@@ -4,7 +4,7 @@ feed-forward (``feed_forward``), add & norm (``normalization``), the encoder and
 (``encoder``, ``decoder``) and what their layers and stacks share (``stack``), pooling
 (``pooling``) and width checks (``checks``); the masked-language-model head of pretraining
 (``masked_lm``), the bags of n-grams of ``bow`` (``ngrams``) and ``nbow`` (``nb_ngrams``), where a token stands
-in a negation's scope (``negation_scope``), and
+in a negation's scope (``negation_scope``), a sentence's words' letter n-grams (``letters``), and
 the class names a saved model carries (``class_names``). Keras 3 layers, ``keras.ops`` only.
 
 It may import :mod:`classifier.errors` and :mod:`classifier.config`."""

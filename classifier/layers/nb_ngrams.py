@@ -31,7 +31,7 @@ first in this order: plain, plain before a contrast, negated, negated before a c
 puts its features in a block of their own after the reviews' (``feature_count`` doubles): its
 n-grams learn NB ratios and weights apart from those of reviews, and a negation's scope runs to
 the sentence's end or a contrast word (a comma and ``negation_words`` do not end it). With
-``letters``, each of its words adds its letter 3-5-grams (:func:`letter_ngrams`, hashed into the
+``letters``, each of its words adds its letter 3-5-grams (:func:`~classifier.layers.letters.letter_ngrams`, hashed into the
 block by a table of the vocabulary's words, :meth:`NaiveBayesNgrams.set_letters`), read as the
 word is: minus themselves in a negation's scope; ``letter_weight`` scales their values against
 the word n-grams' before the row is normalised.
@@ -44,13 +44,13 @@ Example:
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 import keras
 import numpy as np
 from keras import ops
 
+from classifier.layers.letters import letter_table
 from classifier.layers.negation_scope import negation_scope
 from classifier.layers.ngrams import (
     BagOfNgrams,
@@ -81,38 +81,6 @@ def class_feature_counts(
         rows = np.broadcast_to(np.asarray(labels).reshape(-1, 1), features.shape)
         np.add.at(counts, (rows[present], features[present]), 1)
     return counts
-
-
-def letter_ngrams(word: str) -> list[str]:
-    """A word's letter 3-, 4- and 5-grams with its edges marked (fastText's ``<word>``), the
-    3-grams first: a typo or another form of the word keeps most of them.
-
-    Example:
-        >>> letter_ngrams("bad")
-        ['<ba', 'bad', 'ad>', '<bad', 'bad>', '<bad>']
-    """
-    edged = f"<{word}>"
-    return [edged[i : i + n] for n in (3, 4, 5) for i in range(len(edged) - n + 1)]
-
-
-def letter_table(
-    vocabulary: Sequence[str], vocab_size: int, buckets: int, width: int
-) -> np.ndarray:
-    """(vocab_size, width) int32: each token id's first ``width`` letter n-grams
-    (:func:`letter_ngrams`) as hashed features, ``vocab_size + crc32(gram) mod buckets``; 0
-    past a word's last, and for padding, OOV and tokens without a letter or digit.
-
-    Example:
-        >>> letter_table(["", "[UNK]", ".", "bad"], 4, 100, 2).tolist()
-        [[0, 0], [0, 0], [0, 0], [73, 75]]
-    """
-    table = np.zeros((vocab_size, width), dtype=np.int32)
-    for index, word in enumerate(list(vocabulary)[2:vocab_size], 2):
-        if any(character.isalnum() for character in word):
-            grams = letter_ngrams(word)[:width]
-            hashed = [vocab_size + zlib.crc32(gram.encode()) % buckets for gram in grams]
-            table[index, : len(hashed)] = hashed
-    return table
 
 
 def one_vs_rest_ratios(counts: np.ndarray, alpha: float = 1.0) -> np.ndarray:
@@ -165,7 +133,7 @@ class NaiveBayesNgrams(BagOfNgrams):
             their features fill a block of their own after the reviews' (``feature_count``
             doubles), with a negation's scope to the sentence's end or a contrast word.
         letters: with ``short_length``, each word of a sentence adds up to this many letter
-            3-5-grams (:func:`letter_ngrams`), read as its unigram is (0: none); the table is
+            3-5-grams (:func:`~classifier.layers.letters.letter_ngrams`), read as its unigram is (0: none); the table is
             set from the vocabulary by :meth:`set_letters`.
         letter_weight: with ``letters``, what a letter n-gram counts against a word n-gram's 1
             (its NB-scaled value times this, before the row is normalised): above 1, a

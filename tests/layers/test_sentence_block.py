@@ -11,7 +11,8 @@ import pytest
 from keras import ops
 
 from classifier.config.negation import reserved_words, scope_ids
-from classifier.layers.nb_ngrams import NaiveBayesNgrams, letter_ngrams, letter_table
+from classifier.layers.letters import letter_ngrams, letter_table
+from classifier.layers.nb_ngrams import NaiveBayesNgrams
 from classifier.serving.explain_parts import NgramWeights
 from tests.ngram_checks import assert_twin_explains_the_layer
 

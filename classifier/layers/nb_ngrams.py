@@ -31,10 +31,11 @@ first in this order: plain, plain before a contrast, negated, negated before a c
 puts its features in a block of their own after the reviews' (``feature_count`` doubles): its
 n-grams learn NB ratios and weights apart from those of reviews, and a negation's scope runs to
 the sentence's end or a contrast word (a comma and ``negation_words`` do not end it). With
-``letters``, each of its words adds its letter 3-5-grams (:func:`~classifier.layers.letters.letter_ngrams`, hashed into the
-block by a table of the vocabulary's words, :meth:`NaiveBayesNgrams.set_letters`), read as the
-word is: minus themselves in a negation's scope; ``letter_weight`` scales their values against
-the word n-grams' before the row is normalised.
+``letters``, each of its words adds its letter 3-5-grams
+(:func:`~classifier.layers.letters.letter_ngrams`, hashed into the block by a table of the
+vocabulary's words, :meth:`NaiveBayesNgrams.set_letters`), read as the word is: minus themselves
+in a negation's scope; ``letter_weight`` scales their values against the word n-grams' before
+the row is normalised.
 
 Example:
     >>> layer = NaiveBayesNgrams(vocab_size=10, buckets=16, outputs=2)
@@ -133,8 +134,8 @@ class NaiveBayesNgrams(BagOfNgrams):
             their features fill a block of their own after the reviews' (``feature_count``
             doubles), with a negation's scope to the sentence's end or a contrast word.
         letters: with ``short_length``, each word of a sentence adds up to this many letter
-            3-5-grams (:func:`~classifier.layers.letters.letter_ngrams`), read as its unigram is (0: none); the table is
-            set from the vocabulary by :meth:`set_letters`.
+            3-5-grams (:func:`~classifier.layers.letters.letter_ngrams`), read as its unigram
+            is (0: none); the table is set from the vocabulary by :meth:`set_letters`.
         letter_weight: with ``letters``, what a letter n-gram counts against a word n-gram's 1
             (its NB-scaled value times this, before the row is normalised): above 1, a
             sentence leans on its words' letters, which carry a word's sentiment into its

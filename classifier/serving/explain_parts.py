@@ -151,7 +151,8 @@ class NgramWeights:
 
     def features(self, token_ids: np.ndarray) -> np.ndarray:
         """(B, F) feature ids in order of position (:func:`ngram_features`, then with
-        ``letters`` a sentence's letter n-grams); with ``negation``, then each negated one's own
+        ``letters`` a sentence's letter n-grams, then with ``sentences_as_reviews`` a sentence's
+        n-grams again, in the reviews' block); with ``negation``, then each negated one's own
         feature (0 elsewhere); a sentence's in its block."""
         plain, negated, _, lettered, block = self._by_position(token_ids)
         placed = self._placed(plain, block)

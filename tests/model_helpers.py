@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from classifier.cli.main import cli
 from classifier.config.schema import ModelConfig, load_config
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.serving.registry import load_keras_model
 from classifier.training.train import train

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,7 +38,7 @@ from classifier.config.checks import (
 from classifier.config.hashing import config_hash, config_hashes
 from classifier.config.pretrain import PretrainConfig, validate_pretrain
 from classifier.config.uris import check_init_from
-from classifier.config.yaml_files import YamlLoader, read_config_file
+from classifier.config.yaml_files import YamlLoader, read_config_file, typed_value
 from classifier.errors import ConfigError
 
 POSITIONS, TRUNCATE_SIDES = ("sinusoidal", "learned"), ("head", "tail")
@@ -68,11 +66,6 @@ WEIGHT_TABLES = (
 )
 MAX_TABLE_WEIGHTS = 2**31 - 1
 MAX_SEED = 2**32 - 1  # keras.utils.set_random_seed (NumPy) takes seeds up to it
-#: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``), or nan
-#: and inf as float() reads them (YAML: ``.nan``, ``.inf``), which :func:`validate` then refuses.
-_FLOAT_TEXT = re.compile(
-    r"[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)(e[-+]?[0-9]+)?|nan|inf|infinity)", re.I
-)
 
 
 @dataclass
@@ -102,6 +95,7 @@ class DataConfig:
     extra: str | None = None  # more labelled texts for training only (a treebank: its phrases)
     extra_label_map: str | None = None  # data.extra's labels as the source's classes
     sentences: bool = False  # sentence ends kept as "." tokens, scope words at fixed ids
+    spelling: int = 0  # inputs of fewer words read a misspelt word as a known one (0: none)
     vocab_size: int = 20_000
     sequence_length: int = 512  # the 90th-percentile review has 455 words
     truncate: str = "tail"  # which end of a long review to keep: head | tail
@@ -263,6 +257,11 @@ def validate(config: Config) -> None:
         raise ConfigError(
             f"train.seed must be between 0 and {MAX_SEED:,} (2**32 - 1), got {t.seed}"
         )
+    if not 0 <= d.spelling <= d.sequence_length:
+        raise ConfigError(
+            f"data.spelling counts an input's words: 0 to data.sequence_length "
+            f"({d.sequence_length}), got {d.spelling}"
+        )
     if d.vocab_size < 3:
         raise ConfigError(
             f"data.vocab_size must be at least 3 (padding, OOV, one word), got {d.vocab_size}"
@@ -363,38 +362,5 @@ def _build(cls: type, tree: Any, prefix: str) -> Any:
         if dataclasses.is_dataclass(hint):
             values[name] = _build(hint, {} if value is None else value, f"{prefix}{name}.")
         else:
-            values[name] = _check_type(f"{prefix}{name}", value, hint)
+            values[name] = typed_value(f"{prefix}{name}", value, hint)
     return cls(**values)
-
-
-def _check_type(key: str, value: Any, hint: Any) -> Any:
-    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if value is None:
-        if type(None) in allowed:
-            return None
-        raise ConfigError(f"{key} must not be null")
-    for kind in allowed:
-        if kind is bool and isinstance(value, bool):
-            return value
-        if kind is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-            try:
-                return float(value)
-            except OverflowError:
-                raise ConfigError(
-                    f"{key} must be a finite number, got an int too large for a float"
-                ) from None
-        if kind is str and isinstance(value, str):
-            return value
-    if float in allowed and isinstance(value, str) and _FLOAT_TEXT.fullmatch(value):
-        return float(value)  # 1e-3: YAML 1.1 reads it as text
-    expected = " or ".join("null" if k is type(None) else k.__name__ for k in allowed)
-    hint_text = ""
-    if str in allowed and not isinstance(value, list | dict):  # 2024, yes, 2024-01-31
-        hint_text = "; put it in quotes to keep it as text"
-    raise ConfigError(f"{key} must be {expected}, got {_shown(value)}{hint_text}")
-
-
-def _shown(value: Any) -> str:
-    return "null" if value is None else f"{type(value).__name__} {value!r}"

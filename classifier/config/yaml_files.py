@@ -10,6 +10,8 @@ Example:
 from __future__ import annotations
 
 import re
+import types
+import typing
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -146,3 +148,52 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> None:
             _merge(base[key], value)
         else:
             base[key] = value
+
+
+#: A float written as text, as YAML 1.2 reads it (PyYAML's YAML 1.1 wants ``1.0e-3``), or nan
+#: and inf as float() reads them (YAML: ``.nan``, ``.inf``), which ``schema.validate`` then
+#: refuses.
+_FLOAT_TEXT = re.compile(
+    r"[-+]?((\.[0-9]+|[0-9]+(\.[0-9]*)?)(e[-+]?[0-9]+)?|nan|inf|infinity)", re.I
+)
+
+
+def typed_value(key: str, value: Any, hint: Any) -> Any:
+    """A YAML ``value`` as config ``key``'s declared type ``hint`` (``int``, ``float | None``,
+    ...): an int where a float is declared, a float written as text (``1e-3``, which YAML 1.1
+    leaves a string); else a :class:`ConfigError` naming the key, the type and the value.
+
+    Example:
+        >>> typed_value("train.learning_rate", "1e-3", float)
+        0.001
+    """
+    allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None:
+        if type(None) in allowed:
+            return None
+        raise ConfigError(f"{key} must not be null")
+    for kind in allowed:
+        if kind is bool and isinstance(value, bool):
+            return value
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            try:
+                return float(value)
+            except OverflowError:
+                raise ConfigError(
+                    f"{key} must be a finite number, got an int too large for a float"
+                ) from None
+        if kind is str and isinstance(value, str):
+            return value
+    if float in allowed and isinstance(value, str) and _FLOAT_TEXT.fullmatch(value):
+        return float(value)  # 1e-3: YAML 1.1 reads it as text
+    expected = " or ".join("null" if k is type(None) else k.__name__ for k in allowed)
+    hint_text = ""
+    if str in allowed and not isinstance(value, list | dict):  # 2024, yes, 2024-01-31
+        hint_text = "; put it in quotes to keep it as text"
+    raise ConfigError(f"{key} must be {expected}, got {_shown(value)}{hint_text}")
+
+
+def _shown(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {value!r}"

@@ -4,9 +4,11 @@ kind: table files (``tables``), class folders (``folders``), a TFDS data set by 
 (``named``), the sentiment treebank's trees as sentences or phrases (``treebank``); above
 them, once for all, the checked rows and the one counting pass (``files``), the splits and
 class names (``labelled``), labels mapped as read (``relabel``), more labelled texts for
-training only (``extra``) and a note for labels that differ only in case (``label_case``). Either becomes train/validation/test splits, the
-vectorizer and the tf.data pipelines in ``pipeline``, batched by ``batching``; and the
-plain-Python tokenizer that serving uses without TensorFlow (``tokenizer``).
+training only (``extra``) and a note for labels that differ only in case (``label_case``).
+Either becomes train/validation/test splits and tf.data pipelines in ``pipeline``, batched by
+``batching``. Text becomes token ids through the vectorizer (``vectorizer``, TensorFlow) or the
+plain-Python tokenizer that serving uses without TensorFlow (``tokenizer``), the same ids; both
+read a short input's misspelt words as known ones by one rule (``spelling``).
 
 It may import :mod:`classifier.errors` and :mod:`classifier.config`.
 """

@@ -35,7 +35,7 @@ AUTOTUNE = tf.data.AUTOTUNE
 
 class Vectorizer(Protocol):
     """Texts (B,) to token ids (B, ``sequence_length``), padding after the ids: what
-    :class:`classifier.data.pipeline.ReviewVectorizer` is."""
+    :class:`classifier.data.vectorizer.ReviewVectorizer` is."""
 
     sequence_length: int
 

@@ -1,4 +1,4 @@
-"""Labelled texts as splits, text vectorization and tf.data pipelines.
+"""Labelled texts as splits, and tf.data pipelines of their token ids.
 
 :func:`load_raw_splits` is the one place a source becomes training, validation and test splits
 of ``(text, label id)`` with their class names; everything downstream sees only those. The
@@ -8,10 +8,8 @@ the ``test`` split (25,000) is only used for the final evaluation, never for mod
 and ``unsupervised`` (50,000 unlabelled reviews) is reachable through :func:`load_unsupervised`.
 Any other source (``data.source``, :mod:`classifier.data.sources`; ``tfds:imdb_reviews`` too) is
 planned by :mod:`classifier.data.labelled` and streamed; the default keeps TFDS's reader and its
-ordered cut, which the shipped results rest on. Batches: :mod:`classifier.data.batching`.
-Reviews are standardized by :func:`standardize_review`, or with ``data.sentences`` by
-:func:`standardize_sentences`, which keeps each sentence's end as a ``.`` token and each comma
-as ``,`` (:mod:`classifier.config.negation`).
+ordered cut, which the shipped results rest on. Batches: :mod:`classifier.data.batching`;
+texts to ids: :class:`~classifier.data.vectorizer.ReviewVectorizer` (:func:`build_vectorizer`).
 
 Example (with the data at hand: ``TFDS_DATA_DIR`` or ``data.data_dir``)::
 
@@ -26,16 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
-import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import keras
 import numpy as np
 import tensorflow as tf
 
-from classifier.config.negation import CLAUSE_END, FIRST_ID, SENTENCE_END, reserved_words
 from classifier.config.schema import LABELS, DataConfig
 from classifier.data.batching import VECTORIZE_BATCH, cache_file, vectorize
 from classifier.data.extra import extra_line, extra_rows
@@ -48,20 +42,12 @@ from classifier.data.imdb import (
     tfds_load,
 )
 from classifier.data.labelled import Plan, plan_splits
-from classifier.errors import DataNotFoundError
-
-_BREAK_TAG = r"<br\s*/?>"
-_PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
-# Control characters and Unicode line/paragraph separators (IMDB has cp1252 leftovers such as
-# \x85 and \x96): Keras saves the vocabulary one token per line and reads it back with
-# str.splitlines(), so a token holding one of these would not survive a .keras round trip.
-_CONTROL = r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}]"
-# A run of sentence-end marks, the spaces between them included, becomes one " . ".
-_SENTENCE_END_RUN = r"[.!?;:][ .!?;:]*"
-_COMMA_RUN = r",[ ,]*"  # then a run of commas, one " , "
-_OTHER_PUNCTUATION = (
-    "[" + re.escape(string.punctuation.translate(str.maketrans("", "", "'.,"))) + "]"
+from classifier.data.vectorizer import (
+    ReviewVectorizer,
+    standardize_review,
+    standardize_sentences,
 )
+from classifier.errors import DataNotFoundError
 
 
 @dataclass(frozen=True)
@@ -154,150 +140,6 @@ def load_last_unlabelled(cfg: DataConfig, count: int) -> tuple[tf.data.Dataset, 
     return tfds_load(f"unsupervised[-{count}:]", cfg, as_supervised=True), count
 
 
-@keras.saving.register_keras_serializable(package="classifier")
-def standardize_review(text: tf.Tensor) -> tf.Tensor:
-    """Lowercase, turn control characters and ``<br />`` into spaces, drop apostrophes and
-    other punctuation.
-
-    Example:
-        >>> standardize_review(tf.constant("Don't miss it!<br />Great."))
-        <tf.Tensor: ... numpy=b'dont miss it  great '>
-    """
-    text = tf.strings.lower(text)
-    text = tf.strings.regex_replace(text, _CONTROL, " ")
-    text = tf.strings.regex_replace(text, _BREAK_TAG, " ")
-    text = tf.strings.regex_replace(text, "'", "")
-    return tf.strings.regex_replace(text, _PUNCTUATION, " ")
-
-
-@keras.saving.register_keras_serializable(package="classifier")
-def standardize_sentences(text: tf.Tensor) -> tf.Tensor:
-    """:func:`standardize_review`, but ``<br />`` and each run of ``. ! ? ; :`` (spaces between
-    them included) become one sentence end, `` . ``, then each run of commas one `` , ``, which
-    stay words of their own.
-
-    Example:
-        >>> standardize_sentences(tf.constant("Not bad... at ALL!<br />Great, really"))
-        <tf.Tensor: ... numpy=b'not bad . at all . great , really'>
-    """
-    end = f" {SENTENCE_END} "
-    text = tf.strings.lower(text)
-    text = tf.strings.regex_replace(text, _CONTROL, " ")
-    text = tf.strings.regex_replace(text, _BREAK_TAG, end)
-    text = tf.strings.regex_replace(text, _SENTENCE_END_RUN, end)
-    text = tf.strings.regex_replace(text, _COMMA_RUN, f" {CLAUSE_END} ")
-    text = tf.strings.regex_replace(text, "'", "")
-    return tf.strings.regex_replace(text, _OTHER_PUNCTUATION, " ")
-
-
-@keras.saving.register_keras_serializable(package="classifier")
-class ReviewVectorizer(keras.layers.Layer):
-    """Raw review strings to fixed-length token ids, keeping the head or the tail of long reviews.
-
-    Wraps ``keras.layers.TextVectorization`` (vocabulary, :func:`standardize_review`) and cuts
-    each review to ``sequence_length`` ids: ``truncate="head"`` keeps the first ids,
-    ``"tail"`` the last ones (as Keras' pre-tokenized IMDB does). Id 0 is padding, 1 is
-    out-of-vocabulary; padding always goes at the end. With ``sentences`` it standardizes with
-    :func:`standardize_sentences`, and ``adapt`` puts ``reserved_words()`` at ids 2, 3, ...
-    (``classifier.config.negation.scope_ids``), the adapted words after them.
-
-    Args:
-        vocab_size: vocabulary size, padding and OOV included.
-        sequence_length: number of ids per review (T).
-        truncate: ``"head"`` or ``"tail"``.
-        vocabulary: optional word list (without padding and OOV) instead of ``adapt``, taken
-            as it is.
-        sentences: keep sentence ends as ``.`` and the reserved words at fixed ids.
-
-    Call arguments:
-        texts: string tensor of shape (B,).
-
-    Returns:
-        int64 tensor of shape (B, T).
-
-    Example:
-        >>> v = ReviewVectorizer(100, 4, "tail")
-        >>> v.adapt(tf.data.Dataset.from_tensor_slices(["a b c d e f"]).batch(1))
-        >>> v(tf.constant(["a b c d e f"])).shape
-        TensorShape([1, 4])
-        >>> s = ReviewVectorizer(100, 4, "head", sentences=True)
-        >>> s.adapt(tf.data.Dataset.from_tensor_slices(["Not bad, bad!"]).batch(1))
-        >>> s.get_vocabulary()[:5], s(tf.constant(["Not bad, bad!"])).numpy().tolist()
-        (['', '[UNK]', '.', ',', 'not'], [[4, 40, 3, 40]])
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        sequence_length: int,
-        truncate: str = "tail",
-        vocabulary: list[str] | None = None,
-        sentences: bool = False,
-        **kwargs,
-    ):
-        # Strings in, ids out: no float math, so no mixed-precision policy (as saved, too).
-        super().__init__(**{"dtype": "float32", **kwargs})
-        if truncate not in ("head", "tail"):
-            raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
-        if sentences and vocab_size < (least := FIRST_ID + len(reserved_words())):
-            raise ValueError(
-                f"vocab_size must be at least {least} with sentences, got {vocab_size}"
-            )
-        self.vocab_size = vocab_size
-        self.sequence_length = sequence_length
-        self.truncate = truncate
-        self.sentences = sentences
-        self.text_vectorization = keras.layers.TextVectorization(
-            max_tokens=vocab_size,
-            standardize=standardize_sentences if sentences else standardize_review,
-            output_mode="int",
-            name="text_vectorization",
-        )
-        if vocabulary is not None:
-            # set_vocabulary fills the lookup table now; the constructor argument would leave
-            # it uninitialised when the layer is first called symbolically.
-            self.text_vectorization.set_vocabulary(vocabulary)
-
-    def adapt(self, texts: tf.data.Dataset) -> None:
-        """Build the vocabulary from a dataset of string batches (with ``sentences``, the
-        reserved words first, then the adapted words without them, cut to ``vocab_size``:
-        ``set_vocabulary`` takes the words without padding and OOV)."""
-        self.text_vectorization.adapt(texts)
-        if self.sentences:
-            reserved = reserved_words()
-            skip = set(reserved)
-            words = reserved + [w for w in self.get_vocabulary()[FIRST_ID:] if w not in skip]
-            self.text_vectorization.set_vocabulary(words[: self.vocab_size - FIRST_ID])
-
-    def get_vocabulary(self) -> list[str]:
-        """The vocabulary, index = token id ('' is padding, '[UNK]' is OOV)."""
-        return [str(token) for token in self.text_vectorization.get_vocabulary()]
-
-    def build(self, input_shape=None):
-        # The lookup table is the only state; it is filled by ``adapt`` or ``vocabulary``.
-        self.built = True
-
-    def call(self, texts):
-        ids = self.text_vectorization(texts)
-        ragged = tf.RaggedTensor.from_tensor(ids, padding=0)
-        length = self.sequence_length
-        kept = ragged[:, :length] if self.truncate == "head" else ragged[:, -length:]
-        return kept.to_tensor(default_value=0, shape=[None, length])
-
-    def compute_output_shape(self, input_shape):
-        return (input_shape[0], self.sequence_length)
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            sequence_length=self.sequence_length,
-            truncate=self.truncate,
-            sentences=self.sentences,
-        )
-        return config
-
-
 def texts_of(dataset: tf.data.Dataset) -> tf.data.Dataset:
     """The review texts of a ``(text, label)`` dataset, batched for adapting or vectorizing."""
     return dataset.map(lambda text, _: text).batch(VECTORIZE_BATCH)
@@ -306,7 +148,11 @@ def texts_of(dataset: tf.data.Dataset) -> tf.data.Dataset:
 def build_vectorizer(cfg: DataConfig, train: tf.data.Dataset) -> ReviewVectorizer:
     """A :class:`ReviewVectorizer` whose vocabulary is adapted on ``train`` (text, label) only."""
     vectorizer = ReviewVectorizer(
-        cfg.vocab_size, cfg.sequence_length, cfg.truncate, sentences=cfg.sentences
+        cfg.vocab_size,
+        cfg.sequence_length,
+        cfg.truncate,
+        sentences=cfg.sentences,
+        spelling=cfg.spelling,
     )
     vectorizer.adapt(texts_of(train))
     return vectorizer

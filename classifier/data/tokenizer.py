@@ -14,7 +14,7 @@ on adversarial strings and on all test and unlabelled IMDB reviews):
 - ``<br\\s*/?>`` becomes a space; RE2's ``\\s`` is ``[\\t\\n\\f\\r ]`` (no ``\\v``, nothing beyond
   ASCII). Apostrophes are deleted, then each ASCII punctuation byte becomes a space: Unicode
   punctuation (``…``, ``“``, ``—``) stays inside words.
-- With ``sentences`` (``data.sentences``, ``pipeline.standardize_sentences``), ``<br\\s*/?>``
+- With ``sentences`` (``data.sentences``, ``vectorizer.standardize_sentences``), ``<br\\s*/?>``
   becomes `` . `` instead, then each run of ``. ! ? ; :`` (spaces between them included) becomes
   one `` . `` and each run of commas one `` , ``, before the apostrophes and other punctuation
   go: ``.`` and ``,`` are then words of their own.
@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from classifier.data.spelling import nearest
+
 PADDING = ""  # id 0
 OOV = "[UNK]"  # id 1
 OOV_ID = 1
@@ -71,7 +73,7 @@ _OTHER_PUNCTUATION_TO_SPACE = bytes.maketrans(_OTHER_PUNCTUATION, b" " * len(_OT
 
 
 def standardize(text: str | bytes, sentences: bool = False) -> bytes:
-    """The bytes of ``classifier.data.pipeline.standardize_review(tf.constant(text)).numpy()``,
+    """The bytes of ``classifier.data.vectorizer.standardize_review(tf.constant(text)).numpy()``,
     or with ``sentences`` those of ``standardize_sentences`` (sentence ends kept as ``.``).
 
     Example:
@@ -105,6 +107,8 @@ class Tokenizer:
         truncate: ``"tail"`` keeps the last T ids of a longer review, ``"head"`` the first T.
         sentences: standardize as ``ReviewVectorizer(..., sentences=True)`` does (sentence
             ends kept as ``.``; :func:`standardize`).
+        spelling: as ``ReviewVectorizer``'s: inputs of fewer words have their misspelt words
+            read as known ones (:func:`classifier.data.spelling.nearest`); 0: none.
 
     Example:
         >>> tokenizer = Tokenizer(["", "[UNK]", "a", "b"], sequence_length=2, truncate="head")
@@ -118,6 +122,7 @@ class Tokenizer:
         sequence_length: int,
         truncate: str = "tail",
         sentences: bool = False,
+        spelling: int = 0,
     ):
         vocabulary = list(vocabulary)
         if vocabulary[:2] != [PADDING, OOV]:
@@ -128,6 +133,10 @@ class Tokenizer:
             raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
         if sequence_length < 1:
             raise ValueError(f"sequence_length must be at least 1, got {sequence_length}")
+        if not 0 <= spelling <= sequence_length:
+            raise ValueError(
+                f"spelling must be 0 to sequence_length {sequence_length}, got {spelling}"
+            )
         ids = _Ids((token.encode("utf-8"), index) for index, token in enumerate(vocabulary))
         if len(ids) != len(vocabulary):
             repeated = sorted(token for token, n in Counter(vocabulary).items() if n > 1)
@@ -136,11 +145,17 @@ class Tokenizer:
         self.sequence_length = sequence_length
         self.truncate = truncate
         self.sentences = sentences
+        self.spelling = spelling
         self._ids = ids
 
     @classmethod
     def from_file(
-        cls, path: str | Path, sequence_length: int, truncate: str = "tail", sentences: bool = False
+        cls,
+        path: str | Path,
+        sequence_length: int,
+        truncate: str = "tail",
+        sentences: bool = False,
+        spelling: int = 0,
     ) -> Tokenizer:
         """A tokenizer for a ``vocabulary.txt`` as training writes it (one token per line).
 
@@ -152,7 +167,7 @@ class Tokenizer:
             [[2, 2, 1]]
         """
         vocabulary = Path(path).read_text(encoding="utf-8").split("\n")
-        return cls(vocabulary, sequence_length, truncate, sentences)
+        return cls(vocabulary, sequence_length, truncate, sentences, spelling)
 
     def words(self, text: str | bytes) -> list[str]:
         """All words of ``text`` after standardization, before truncation (invalid UTF-8 in
@@ -194,6 +209,8 @@ class Tokenizer:
         Example:
             >>> Tokenizer(["", "[UNK]", "a"], 3).encode(["a b a c a", "b"]).tolist()
             [[2, 1, 2], [1, 0, 0]]
+            >>> Tokenizer(["", "[UNK]", "awful"], 3, spelling=2).encode(["Aweful!"]).tolist()
+            [[2, 0, 0]]
         """
         length = self.sequence_length
         lookup = self._ids.__getitem__
@@ -207,12 +224,22 @@ class Tokenizer:
             words = data.rsplit(None, length) if tail else data.split(None, length)
             if len(words) > length:
                 words = words[1:] if tail else words[:length]
-            flat += map(lookup, words)
+            if len(words) < self.spelling:  # all the input's words: spelling <= length
+                flat += map(self._spelt, words)
+            else:
+                flat += map(lookup, words)
             counts.append(len(words))
         ids = np.zeros((len(counts), length), dtype=np.int64)
         kept = np.arange(length) < np.array(counts, dtype=np.int64)[:, None]
         ids[kept] = np.array(flat, dtype=np.int64)  # row-major: each row's ids, then padding
         return ids
+
+    def _spelt(self, word: bytes) -> int:
+        """The id of ``word`` in a short input: its own, else its nearest known word's."""
+        found = self._ids[word]
+        if found == OOV_ID:
+            found = nearest(word, self._ids) or OOV_ID
+        return found
 
 
 class _Ids(dict):

@@ -7,7 +7,7 @@ reviews are held out: they only measure the masked-token loss and accuracy after
 Validation and test reviews are never read.
 
 The vocabulary is adapted on the pretraining text (held-out reviews excluded) by the
-classifier's own :class:`~classifier.data.pipeline.ReviewVectorizer` (same standardization), with
+classifier's own :class:`~classifier.data.vectorizer.ReviewVectorizer` (same standardization), with
 ``data.vocab_size`` minus the reserved tokens of
 :func:`~classifier.config.pretrain.reserved_tokens`, which then end it: for ``mlm`` the last id
 is ``[MASK]``. Fine-tuning with ``model.init_from`` uses this vocabulary as it is.
@@ -131,6 +131,7 @@ def pretrain_vectorizer(
         data.truncate,
         vocabulary[2:],
         sentences=data.sentences,
+        spelling=data.spelling,
     )
 
 

@@ -34,7 +34,7 @@ from mlflow.tracking import MlflowClient
 import classifier.layers  # noqa: F401 - registers the custom layers the saved encoder names
 from classifier.config.negation import SENTENCE_END
 from classifier.config.schema import Config, DataConfig
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.errors import ConfigError, ModelError, first_line
 from classifier.layers import Encoder, TokenAndPositionEmbedding
 from classifier.runs.tracking import MODEL_ALIAS, configure_tracking, tracking_uri, version_of_run
@@ -65,6 +65,7 @@ class PretrainedEncoder:
             data.truncate,
             self.vocabulary[2:],
             sentences=data.sentences,
+            spelling=data.spelling,
         )
 
     def copy_into(self, model: keras.Model) -> None:

@@ -1,7 +1,7 @@
 """Corrupting token ids for self-pretraining: BERT's masked language model and T5's span
-corruption. Both take what :class:`~classifier.data.pipeline.ReviewVectorizer` gives: id 0 is padding
-(only ever at the end of a review), id 1 is out-of-vocabulary, words follow, and the reserved
-tokens of :func:`classifier.config.pretrain.reserved_tokens` end the vocabulary.
+corruption. Both take what :class:`~classifier.data.vectorizer.ReviewVectorizer` gives: id 0 is
+padding (only ever at the end of a review), id 1 is out-of-vocabulary, words follow, and the
+reserved tokens of :func:`classifier.config.pretrain.reserved_tokens` end the vocabulary.
 
 Example:
     >>> ids = tf.constant([[5, 6, 7, 8, 9, 10, 11, 12, 0, 0]], tf.int64)

@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.config.variants import Variant, variant_of_model
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.errors import ExplainError, ModelError, first_line
 from classifier.models.explained import attention_model
 from classifier.serving.explain_parts import (
@@ -92,8 +92,9 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
 
     Args:
         end_to_end_model: raw review strings in, class probabilities out: a
-            :class:`~classifier.data.pipeline.ReviewVectorizer` followed by a classifier (what training
-            saves as ``model.keras``), loaded with ``safe_mode`` or freshly built.
+            :class:`~classifier.data.vectorizer.ReviewVectorizer` followed by a classifier
+            (what training saves as ``model.keras``), loaded with ``safe_mode`` or freshly
+            built.
         folder: created if needed; ``bundle.json`` is written last, so a bundle cut short has
             none and is refused when loaded.
 
@@ -122,13 +123,14 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     explain, explain_files, explainer = _write_explain_parts(classifier, variant, folder, shown)
     manifest = {
         "format": BUNDLE_FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if vectorizer.spelling else 1,
         "model_name": end_to_end_model.name,
         "classifier_name": classifier.name,
         "variant": variant.name if variant else None,
         "sequence_length": int(vectorizer.sequence_length),
         "truncate": vectorizer.truncate,
         "standardization": SENTENCES_STANDARDIZATION if vectorizer.sentences else STANDARDIZATION,
+        **({"spelling": int(vectorizer.spelling)} if vectorizer.spelling else {}),
         "vocab_size": len(vocabulary),
         "num_classes": num_classes,
         "labels": list(labels),
@@ -305,7 +307,9 @@ def _check_standardization(vectorizer: ReviewVectorizer, shown: str) -> None:
         raise ModelError(f"{shown}: its vectorizer does not split on whitespace")
     vocabulary = vectorizer.get_vocabulary()
     words = " ".join(vocabulary[2:40] + [word.upper() for word in vocabulary[2:10]])
+    swapped = [w[:1] + w[2:3] + w[1:2] + w[3:] for w in vocabulary[2:200]]  # misspelt
     probes = [*PROBES, words, words + " " + words * (vectorizer.sequence_length // 20 + 1)]
+    probes += [" ".join(swapped[start : start + 8]) for start in range(0, len(swapped), 8)]
     expected = vectorizer(tf.constant(probes)).numpy()
     actual = tokenizer_twin(vectorizer).encode(probes)
     if not np.array_equal(expected, actual):

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from classifier.data.tokenizer import OOV_ID
+
 #: A review with this many known words or more is judged on them (no occlusion computed).
 EVIDENCE_WORDS = 8
 #: The total weight (nats of margin) under which a review's known words are negligible.
@@ -85,7 +87,8 @@ def unknown(texts: list[str], probabilities: np.ndarray, known: np.ndarray, pred
     for index in short:
         kept = tokenizer.kept_words(texts[index])
         words.append(kept)
-        knows.append([tokenizer.knows(word) for word in kept])
+        ids = tokenizer.encode([texts[index]])[0, : len(kept)]  # a misspelt word read as known
+        knows.append((ids > OOV_ID).tolist())
     classes = np.argmax(probabilities[short], axis=1)
     if probabilities.shape[1] == 2:
         classes[:] = 1  # the log-odds of positive: its size is the same for either class

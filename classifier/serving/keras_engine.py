@@ -25,8 +25,8 @@ import classifier.layers  # noqa: F401 - registers the custom layers
 import classifier.models.optimizers  # noqa: F401 - the optimizer a saved classifier names
 from classifier.config.schema import LABELS
 from classifier.data.batching import VECTORIZE_BATCH
-from classifier.data.pipeline import ReviewVectorizer
 from classifier.data.tokenizer import Tokenizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.errors import ModelError
 from classifier.evaluation.traced import traced_once
 from classifier.layers import ClassNames
@@ -75,7 +75,7 @@ class KerasPredictor:
     def predict_probabilities(self, texts: list[str], batch_size: int) -> np.ndarray:
         """Class probabilities (N, K) of the texts, in order, predicted in batches.
 
-        A model that is a :class:`~classifier.data.pipeline.ReviewVectorizer` followed by a
+        A model that is a :class:`~classifier.data.vectorizer.ReviewVectorizer` followed by a
         classifier (what training saves) runs in two steps, ``MAX_CHUNK`` texts at a time: they
         are vectorized ``VECTORIZE_BATCH`` at a time, sorted by their number of tokens and cut
         into batches of ``batch_size``, each trimmed to its longest review; the classifier runs
@@ -204,17 +204,18 @@ class _EndToEnd:
 
 def tokenizer_twin(vectorizer: ReviewVectorizer) -> Tokenizer:
     """The pure-Python :class:`~classifier.data.tokenizer.Tokenizer` that gives ``vectorizer``'s
-    ids: its vocabulary, length, truncated end and standardization."""
+    ids: its vocabulary, length, truncated end, standardization and spelling."""
     return Tokenizer(
         vectorizer.get_vocabulary(),
         vectorizer.sequence_length,
         vectorizer.truncate,
         sentences=vectorizer.sentences,
+        spelling=vectorizer.spelling,
     )
 
 
 def vectorizer_of(model: keras.Model) -> ReviewVectorizer:
-    """The :class:`~classifier.data.pipeline.ReviewVectorizer` inside an end-to-end model."""
+    """The :class:`~classifier.data.vectorizer.ReviewVectorizer` inside an end-to-end model."""
     for layer in model.layers:
         if isinstance(layer, ReviewVectorizer):
             return layer

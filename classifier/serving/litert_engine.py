@@ -8,9 +8,10 @@ end-to-end Keras model:
 | ``classifier.tflite`` | the classifier as a LiteRT flatbuffer: token ids (B, T) int64 to class |
 |                       | probabilities (B, 2) float32, for any B and any T <= sequence_length   |
 | ``vocabulary.txt``    | the tokens by id, one per line, as ``ReviewVectorizer.get_vocabulary()`` |
-| ``bundle.json``       | format and version, sequence_length, truncate, standardization, the    |
-|                       | labels, the model's name and variant, each file's size and SHA-256,     |
-|                       | and what ``classify explain`` reads (``"explain"``)                     |
+| ``bundle.json``       | format and version, sequence_length, truncate, standardization and     |
+|                       | spelling (``data.spelling``; format 2), the labels, the model's name   |
+|                       | and variant, each file's size and SHA-256, and what ``classify         |
+|                       | explain`` reads (``"explain"``)                                         |
 | ``ngrams.npz``,       | for ``classify explain``: the weights of a bag of n-grams, and the      |
 | ``attention.tflite``  | attention weights as a LiteRT model (:mod:`~classifier.serving.explain_parts`) |
 
@@ -59,10 +60,13 @@ from classifier.serving.batching import in_chunks, length_sorted_batches
 from classifier.serving.interpreters import ResizedInterpreter
 
 BUNDLE_FORMAT = "imdb-classifier-litert-bundle"
-FORMAT_VERSION = 1
+#: The newest format this module reads and writes: 2 adds ``"spelling"`` (the tokenizer's, as
+#: ``ReviewVectorizer``'s); a bundle without it is written as 1, which older readers take.
+FORMAT_VERSION = 2
 #: The standardization that :func:`classifier.data.tokenizer.standardize` reproduces: that of
-#: ``classifier.data.pipeline.standardize_review`` (ASCII lower-casing, control characters and ``<br />``
-#: to spaces, apostrophes dropped, other ASCII punctuation to spaces). A change to either bumps it.
+#: ``classifier.data.vectorizer.standardize_review`` (ASCII lower-casing, control characters and
+#: ``<br />`` to spaces, apostrophes dropped, other ASCII punctuation to spaces). A change to
+#: either bumps it.
 STANDARDIZATION = "imdb-review-v1"
 #: The same with ``data.sentences`` (``standardize_sentences``): sentence ends kept as ``.``.
 SENTENCES_STANDARDIZATION = STANDARDIZATION + "-sentences"
@@ -91,6 +95,8 @@ class BundleInfo:
     explain: dict | None = None
     #: Standardized with sentence ends (:data:`SENTENCES_STANDARDIZATION`).
     sentences: bool = False
+    #: Inputs of fewer words read a misspelt word as a known one (``Tokenizer``'s ``spelling``).
+    spelling: int = 0
 
 
 class BundleModel:
@@ -234,7 +240,9 @@ def load_bundle(path: str | Path, num_threads: int | None = None) -> BundleModel
     contents = {name: read_checked(folder, name, info.files, shown) for name in _FILES}
     try:
         vocabulary = contents[VOCABULARY_FILE].decode("utf-8").split("\n")
-        tokenizer = Tokenizer(vocabulary, info.sequence_length, info.truncate, info.sentences)
+        tokenizer = Tokenizer(
+            vocabulary, info.sequence_length, info.truncate, info.sentences, info.spelling
+        )
     except (UnicodeDecodeError, ValueError) as error:
         raise ModelError(f"{shown}: bad {VOCABULARY_FILE} ({first_line(error)})") from None
     if len(vocabulary) != manifest.get("vocab_size"):
@@ -293,18 +301,21 @@ def _info(manifest: dict, shown: str) -> BundleInfo:
             files=dict(manifest.get("files") or {}),
             explain=manifest.get("explain") or None,
             sentences=standardization == SENTENCES_STANDARDIZATION,
+            spelling=int(manifest.get("spelling", 0)),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ModelError(f"{shown}: {MANIFEST} lacks or mangles {first_line(error)}") from None
     if (
         info.sequence_length < 1
         or info.truncate not in TRUNCATE_SIDES
+        or not 0 <= info.spelling <= info.sequence_length
         or len(labels) < 2
         or manifest.get("num_classes") != len(labels)
     ):
         raise ModelError(
             f"{shown}: {MANIFEST} has impossible values (sequence_length "
-            f"{info.sequence_length}, truncate {info.truncate!r}, labels {list(labels)}, "
+            f"{info.sequence_length}, truncate {info.truncate!r}, spelling {info.spelling}, "
+            f"labels {list(labels)}, "
             f"num_classes {manifest.get('num_classes')!r})"
         )
     return info

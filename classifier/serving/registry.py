@@ -28,7 +28,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.logging_utils import disable_logging, enable_logging
 
 import classifier.layers  # noqa: F401 - registers the custom layers that saved models name
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.errors import ModelError, first_line
 from classifier.runs.tracking import (
     MODEL_ALIAS,

@@ -165,6 +165,7 @@ def _start(cfg: Config, checkpoint: Path | None, workdir: Path, echo) -> RunStat
             cfg.data.truncate,
             vocabulary,
             sentences=cfg.data.sentences,
+            spelling=cfg.data.spelling,
         )
     elif encoder:
         vectorizer = encoder.vectorizer(cfg.data)

@@ -29,7 +29,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import Config, DataConfig
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.errors import ConfigError, ModelError, first_line
 from classifier.pretraining.encoder_artifact import (
     ENCODER_DIR,
@@ -65,6 +65,7 @@ class TrainedClassifier:
             data.truncate,
             self.vocabulary[2:],
             sentences=data.sentences,
+            spelling=data.spelling,
         )
 
     def copy_into(self, model: keras.Model) -> None:

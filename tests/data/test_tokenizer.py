@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from classifier.config.negation import reserved_words
-from classifier.data.pipeline import ReviewVectorizer, standardize_review, standardize_sentences
 from classifier.data.tokenizer import Tokenizer, standardize
+from classifier.data.vectorizer import ReviewVectorizer, standardize_review, standardize_sentences
 from tests.conftest import ROOT
 
 WORDS = [

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from classifier.config.schema import ModelConfig
 from classifier.config.variants import names
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
 
 pytestmark = pytest.mark.slow  # every variant built, fitted and saved: 28 s of CPU

@@ -18,7 +18,7 @@ import pytest
 from classifier.config import variants
 from classifier.config.negation import reserved_words
 from classifier.config.schema import ModelConfig
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.errors import ModelError
 from classifier.explain.explanation import explain_text
 from classifier.explain.keras_view import KerasView
@@ -321,6 +321,31 @@ def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_expla
         np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
+def test_a_model_that_corrects_spelling_serves_misspelt_words_as_keras_reads_them(tmp_path):
+    vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
+    vectorizer.adapt(np.array(texts()))
+    vectorizer = ReviewVectorizer(
+        vectorizer.vocab_size, SEQUENCE_LENGTH, vocabulary=vectorizer.get_vocabulary()[2:],
+        sentences=True, spelling=6,
+    )  # fmt: skip
+    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
+    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
+    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
+    folder = write_bundle(model, tmp_path / "bundle")  # checks the ids on misspelt probes
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert (manifest["format_version"], manifest["spelling"]) == (2, 6)
+    bundle = load_bundle(folder)
+    typed = ["The plot was wondreful", "the plto was not dull", "Wonderfull, great film"]
+    right = ["The plot was wonderful", "the plot was not dull", "Wonderful, great film"]
+    for tokenizer in (bundle.tokenizer, tokenizer_of(model), KerasView(model).tokenizer):
+        assert tokenizer.spelling == 6
+        np.testing.assert_array_equal(tokenizer.encode(typed), tokenizer.encode(right))
+    np.testing.assert_allclose(predict_texts(bundle, typed), predict_texts(model, right), atol=1e-5)
+    explained = explain_text(bundle, typed[0])
+    assert explained.tokens == ["the", "plot", "was", "wondreful"]  # as typed, read as known
+    assert explained.in_vocabulary == [True, True, False, True]  # "was": not among WORDS
+
+
 def test_a_classifier_that_needs_its_exact_length_is_refused(tmp_path):
     token_ids = keras.Input(shape=(SEQUENCE_LENGTH,), dtype="int64", name="token_ids")
     x = keras.layers.Embedding(len(WORDS) + 2, 4)(token_ids)
@@ -446,8 +471,8 @@ def test_a_bundle_json_that_is_not_one(attention_bundle, tmp_path):
 
 def test_a_newer_format_or_another_standardization(attention_bundle, tmp_path):
     folder = _copy(attention_bundle[1], tmp_path)
-    _rewrite_manifest(folder, format_version=2)
-    _refused(folder, "format version 2", "reads up to 1")
+    _rewrite_manifest(folder, format_version=3)
+    _refused(folder, "format version 3", "reads up to 2")
     _rewrite_manifest(folder, format_version=1, standardization="imdb-review-v2")
     _refused(folder, "standardization 'imdb-review-v2'")
     _rewrite_manifest(folder, standardization="imdb-review-v1", truncate="middle")

@@ -21,7 +21,8 @@ import pytest
 import tensorflow as tf
 
 from classifier.config.schema import ModelConfig
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.tokenizer import Tokenizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.serving import batching
 from classifier.serving import keras_engine as keras_predict
@@ -433,9 +434,22 @@ def test_unknown_means_the_known_words_weigh_next_to_nothing(text, unknown):
     assert is_unknown(text, linear_model, WEIGHTS) == unknown
 
 
-def is_unknown(text: str, predict, words) -> bool:
+def test_a_misspelt_word_read_as_a_known_one_is_evidence():
+    tokenizer = Tokenizer(["", "[UNK]", *WEIGHTS], 16, spelling=16)
+
+    def reading(texts: list[str]) -> np.ndarray:  # the linear model on the words it reads
+        ids = tokenizer.encode(texts)
+        return linear_model([" ".join(tokenizer.vocabulary[i] for i in row if i) for row in ids])
+
+    assert reading(["Brillaint!"])[0, 1] > 0.98
+    assert is_unknown("Brillaint!", reading, WEIGHTS, spelling=16) is False
+    assert is_unknown("Brillaint!", reading, WEIGHTS) is True  # no spelling: no known word
+
+
+def is_unknown(text: str, predict, words, spelling: int = 0) -> bool:
     """The verdict of :func:`~classifier.serving.evidence.unknown` on ``text`` for a model that
-    knows ``words`` and gives ``predict(texts)`` probabilities."""
+    knows ``words`` (and corrects the ``spelling`` of inputs of fewer words) and gives
+    ``predict(texts)`` probabilities."""
     from types import SimpleNamespace
 
     from classifier.data.tokenizer import Tokenizer
@@ -445,7 +459,7 @@ def is_unknown(text: str, predict, words) -> bool:
         labels=("negative", "positive"),
         sequence_length=16,
         truncate="tail",
-        tokenizer=Tokenizer(["", "[UNK]", *words], 16),
+        tokenizer=Tokenizer(["", "[UNK]", *words], 16, spelling=spelling),
         predict_probabilities=lambda texts, batch_size: predict(texts),
     )
     known, _ = predict_module.word_counts(model, [text])

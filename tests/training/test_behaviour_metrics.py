@@ -9,7 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import DataConfig, ModelConfig, load_config
-from classifier.data.pipeline import ReviewVectorizer
+from classifier.data.vectorizer import ReviewVectorizer
 from classifier.evaluation.behaviour import CAPABILITIES, suite, suite_classes
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.serving.predict import predict_probabilities

@@ -39,7 +39,7 @@ from typing import BinaryIO, Protocol
 import numpy as np
 
 from classifier import plots
-from classifier.data.tokenizer import Tokenizer
+from classifier.data.tokenizer import OOV_ID, Tokenizer
 from classifier.errors import ExplainError
 from classifier.explain.measures import (
     attention_received,
@@ -158,8 +158,14 @@ def explain_text(
     tokenizer = view.tokenizer
     words = tokenizer.words(text)
     kept = tokenizer.kept_words(text)
+    read_as = [tokenizer.vocabulary[int(i)] for i in token_ids[:count]]
     if len(kept) != count:  # never expected; fall back to the vocabulary's spelling
-        kept = [tokenizer.vocabulary[int(i)] for i in token_ids[:count]]
+        kept = read_as
+    # a misspelt word read as a known one (data.spelling) shows both: "wonedrful (wonderful)"
+    kept = [
+        f"{word} ({known})" if int(i) > OOV_ID and not tokenizer.knows(word) else word
+        for word, known, i in zip(kept, read_as, token_ids[:count], strict=True)
+    ]
     return Explanation(
         source=source,
         tokens=kept,

@@ -36,8 +36,8 @@ _OTHER_PUNCTUATION = (
     "[" + re.escape(string.punctuation.translate(str.maketrans("", "", "'.,"))) + "]"
 )
 # How many strings _edits makes of a word: deleted, swapped, inserted and replaced letters at
-# each of its MAX_LETTERS + 1 positions.
-EDITS = (MAX_LETTERS + 1) * (2 + 2 * len(EDIT_LETTERS))
+# each of its positions after the first (MAX_LETTERS of them, its end included).
+EDITS = MAX_LETTERS * (2 + 2 * len(EDIT_LETTERS))
 
 
 @keras.saving.register_keras_serializable(package="classifier")
@@ -222,12 +222,12 @@ class ReviewVectorizer(keras.layers.Layer):
 
 def _edits(words: tf.Tensor) -> tf.Tensor:
     """(N, EDITS) strings: each of the (N,) words of at most ``MAX_LETTERS`` letters within one edit
-    (a letter deleted, inserted or replaced, two neighbours swapped), as
-    :func:`~classifier.data.spelling.edits` gives them, with repeats and the word itself.
-    Edits at a position past a word's end are edits at its end, or the word."""
+    that keeps its first letter (a letter deleted, inserted or replaced, two neighbours
+    swapped), as :func:`~classifier.data.spelling.edits` gives them, with repeats and the word
+    itself. Edits at a position past a word's end are edits at its end, or the word."""
     width = MAX_LETTERS + 1
     end = tf.strings.length(words)[:, None]
-    at = tf.minimum(tf.range(width)[None, :], end)  # (N, width): each position, the end at most
+    at = tf.minimum(tf.range(1, width)[None, :], end)  # (N, width - 1): positions 1 to the end
     after, second = tf.minimum(at + 1, end), tf.minimum(at + 2, end)
     both = tf.broadcast_to(words[:, None], tf.shape(at))
 

@@ -94,14 +94,21 @@ def test_only_inputs_of_fewer_words_than_spelling_are_corrected():
     assert read([short], spelling=0) == [["the", "plot", "was", "not", "[UNK]"]]
 
 
-def test_edits_are_every_string_one_edit_away():
+def test_edits_are_every_string_one_edit_away_that_keeps_the_first_letter():
     word = b"abc"
-    expected = {word[:i] + word[i + 1 :] for i in range(3)}  # deleted
-    expected |= {word[:i] + word[i + 1 : i + 2] + word[i : i + 1] + word[i + 2 :] for i in range(2)}
+    expected = {word[:i] + word[i + 1 :] for i in (1, 2)}  # deleted
+    expected |= {b"acb"}  # swapped
     for letter in b"abcdefghijklmnopqrstuvwxyz":
-        expected |= {word[:i] + bytes((letter,)) + word[i:] for i in range(4)}  # inserted
-        expected |= {word[:i] + bytes((letter,)) + word[i + 1 :] for i in range(3)}  # replaced
+        expected |= {word[:i] + bytes((letter,)) + word[i:] for i in (1, 2, 3)}  # inserted
+        expected |= {word[:i] + bytes((letter,)) + word[i + 1 :] for i in (1, 2)}  # replaced
     assert edits(word) == expected
+
+
+def test_the_first_letter_is_kept():
+    known = {b"not": 2, b"weak": 3, b"jumps": 4, b"plot": 5}
+    typed = [b"knot", b"tweak", b"pumps", b"plto", b"lpot"]  # only "plto" keeps it
+    assert [nearest(word, known) for word in typed] == [None, None, None, 5, None]
+    assert read(["knot film", "lpot"]) == [["[UNK]", "film"], ["[UNK]"]]
 
 
 def _typed(rng: random.Random, word: str) -> str:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 
 MIN_LETTERS = 4  # shorter words have too many neighbours to guess among ("bda": bad, bud, ...)
-MAX_LETTERS = 20  # longer ones are not words a person mistypes
+MAX_LETTERS = 20  # the width of the candidates TensorFlow makes; longer words are left alone
 EDIT_LETTERS = b"abcdefghijklmnopqrstuvwxyz"
 SPELLED_WORD = f"[a-z]{{{MIN_LETTERS},{MAX_LETTERS}}}"  # a word the rule corrects (RE2 and re)
 

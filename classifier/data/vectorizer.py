@@ -221,8 +221,8 @@ class ReviewVectorizer(keras.layers.Layer):
 
 
 def _edits(words: tf.Tensor) -> tf.Tensor:
-    """(N, EDITS) strings: each of the (N,) words of at most ``MAX_LETTERS`` letters within one edit
-    that keeps its first letter (a letter deleted, inserted or replaced, two neighbours
+    """(N, EDITS) strings: each of the (N,) words of at most ``MAX_LETTERS`` letters within one
+    edit that keeps its first letter (a letter deleted, inserted or replaced, two neighbours
     swapped), as :func:`~classifier.data.spelling.edits` gives them, with repeats and the word
     itself. Edits at a position past a word's end are edits at its end, or the word."""
     width = MAX_LETTERS + 1

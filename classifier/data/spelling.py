@@ -36,6 +36,19 @@ SPELLED_WORD = f"[a-z]{{{MIN_LETTERS},{MAX_LETTERS}}}"  # a word the rule correc
 _SPELLED_WORD = re.compile(SPELLED_WORD.encode("ascii"))
 
 
+def check_spelling(spelling: int, sequence_length: int) -> None:
+    """A ValueError unless ``spelling`` (a count of words) is 0 to ``sequence_length``: the
+    tokenizer and the vectorizer count a short input's words among the ids they keep.
+
+    Example:
+        >>> check_spelling(300, 256)
+        Traceback (most recent call last):
+        ValueError: spelling must be 0 to sequence_length 256, got 300
+    """
+    if not 0 <= spelling <= sequence_length:
+        raise ValueError(f"spelling must be 0 to sequence_length {sequence_length}, got {spelling}")
+
+
 def edits(word: bytes) -> set[bytes]:
     """Every string within one edit of ``word`` that keeps its first letter: a letter deleted,
     a letter of ``a-z`` inserted or put in place of one (itself included), or two neighbouring

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from classifier.data.spelling import nearest
+from classifier.data.spelling import check_spelling, nearest
 
 PADDING = ""  # id 0
 OOV = "[UNK]"  # id 1
@@ -133,10 +133,7 @@ class Tokenizer:
             raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
         if sequence_length < 1:
             raise ValueError(f"sequence_length must be at least 1, got {sequence_length}")
-        if not 0 <= spelling <= sequence_length:
-            raise ValueError(
-                f"spelling must be 0 to sequence_length {sequence_length}, got {spelling}"
-            )
+        check_spelling(spelling, sequence_length)
         ids = _Ids((token.encode("utf-8"), index) for index, token in enumerate(vocabulary))
         if len(ids) != len(vocabulary):
             repeated = sorted(token for token, n in Counter(vocabulary).items() if n > 1)

@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 
 from classifier.config.negation import CLAUSE_END, FIRST_ID, SENTENCE_END, reserved_words
-from classifier.data.spelling import EDIT_LETTERS, MAX_LETTERS, SPELLED_WORD
+from classifier.data.spelling import EDIT_LETTERS, MAX_LETTERS, SPELLED_WORD, check_spelling
 from classifier.data.tokenizer import OOV_ID
 
 _BREAK_TAG = r"<br\s*/?>"
@@ -138,10 +138,7 @@ class ReviewVectorizer(keras.layers.Layer):
             raise ValueError(
                 f"vocab_size must be at least {least} with sentences, got {vocab_size}"
             )
-        if not 0 <= spelling <= sequence_length:
-            raise ValueError(
-                f"spelling must be 0 to sequence_length {sequence_length}, got {spelling}"
-            )
+        check_spelling(spelling, sequence_length)
         self.vocab_size = vocab_size
         self.sequence_length = sequence_length
         self.truncate = truncate
@@ -189,21 +186,30 @@ class ReviewVectorizer(keras.layers.Layer):
     def _spelt(self, texts, ragged):
         """``ragged`` ids (B, None) with each misspelt word of a short input corrected: the
         lowest id among the known words within one edit of it, as
-        :func:`~classifier.data.spelling.nearest` computes."""
+        :func:`~classifier.data.spelling.nearest` computes. Only the short inputs are split
+        again (a review's row of ids is as long as its words)."""
+        rows = tf.where(ragged.row_lengths() < self.spelling)[:, 0]
         standardize = standardize_sentences if self.sentences else standardize_review
-        words = tf.strings.split(standardize(texts))  # TextVectorization's split: same rows
-        lengths = words.row_lengths()
-        short = tf.repeat(lengths < self.spelling, lengths)
-        ids = ragged.flat_values
-        unknown = ids == OOV_ID
-        spelt = tf.strings.regex_full_match(words.flat_values, SPELLED_WORD)
-        where = tf.where(short & unknown & spelt)
-        edits = _edits(tf.gather_nd(words.flat_values, where))  # (N, EDITS): one word each
+        # TextVectorization's split: the same words as the short rows' ids
+        words = tf.strings.split(standardize(tf.gather(texts, rows))).flat_values
+        short = tf.gather(ragged, rows)
+        # each short word's place among all the ids: its row's start plus its place in the row
+        within = tf.range(tf.size(words, tf.int64)) - tf.gather(
+            short.row_starts(), short.value_rowids()
+        )
+        places = tf.gather(ragged.row_starts(), tf.gather(rows, short.value_rowids())) + within
+        unknown = short.flat_values == OOV_ID
+        spelt = tf.strings.regex_full_match(words, SPELLED_WORD)
+        where = tf.where(unknown & spelt)
+        edits = _edits(tf.gather_nd(words, where))  # (N, EDITS): one word each
         near = tf.reshape(self.text_vectorization(tf.reshape(edits, [-1])), [-1, EDITS])
         none = tf.constant(self.vocab_size, near.dtype)
         best = tf.reduce_min(tf.where(near > OOV_ID, near, none), axis=1)
         best = tf.where(best == none, tf.constant(OOV_ID, near.dtype), best)
-        return ragged.with_flat_values(tf.tensor_scatter_nd_update(ids, where, best))
+        ids = tf.tensor_scatter_nd_update(
+            ragged.flat_values, tf.gather_nd(places, where)[:, None], best
+        )
+        return ragged.with_flat_values(ids)
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.sequence_length)

@@ -84,11 +84,11 @@ def unknown(texts: list[str], probabilities: np.ndarray, known: np.ndarray, pred
     if len(short) == 0:
         return verdict
     words, knows = [], []
-    for index in short:
+    ids = tokenizer.encode([texts[index] for index in short])  # a misspelt word read as known
+    for index, row in zip(short, ids, strict=True):
         kept = tokenizer.kept_words(texts[index])
         words.append(kept)
-        ids = tokenizer.encode([texts[index]])[0, : len(kept)]  # a misspelt word read as known
-        knows.append((ids > OOV_ID).tolist())
+        knows.append((row[: len(kept)] > OOV_ID).tolist())
     classes = np.argmax(probabilities[short], axis=1)
     if probabilities.shape[1] == 2:
         classes[:] = 1  # the log-odds of positive: its size is the same for either class

@@ -17,15 +17,15 @@ with gold labels ``negative`` and ``positive``:
 scores, for choosing models, and ``test``, kept for reporting. A part is the same on every call
 (seeded); ``data/behaviour/dev.csv`` and ``test.csv`` are its output, written by
 ``python -m classifier.evaluation.behaviour data/behaviour``. Each capability has
-:data:`PER_CAPABILITY` sentences, half of each label, except the two negations, whose label is
-what they test. Accuracy per group (:func:`accuracy_by_group`) is also ``classify evaluate --by``.
+:data:`PER_CAPABILITY` sentences (200 in the dev part, which chooses, 100 in the test part),
+half of each label, except the two negations, whose label is what they test. Accuracy per group (:func:`accuracy_by_group`) is also ``classify evaluate --by``.
 
 Example:
     >>> rows = suite("dev")
     >>> len(rows), rows[0].capability, rows[0].label
-    (1000, 'vocabulary', 'negative')
+    (2000, 'vocabulary', 'negative')
     >>> [row.text for row in rows if row.capability == "negated_negative"][:2]
-    ['The cast was not dull at all.', 'This movie was never tedious.']
+    ['The soundtrack was not dull at all.', 'This movie was never pretentious.']
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ CAPABILITIES = (
     "names",
 )
 LABELS = ("negative", "positive")
-PER_CAPABILITY = 100
+#: Sentences per capability in each part: the dev part, which chooses, is the larger.
+PER_CAPABILITY = {"dev": 200, "test": 100}
 COLUMNS = ("text", "label", "capability")
 #: What a model's class names may be to be scored on the suite (any case).
 CLASS_NAMES = {"negative": "negative", "neg": "negative", "positive": "positive", "pos": "positive"}
@@ -73,13 +74,13 @@ class Row(NamedTuple):
     capability: str
 
 
-def suite(part: str = "dev", per_capability: int = PER_CAPABILITY) -> list[Row]:
+def suite(part: str = "dev", per_capability: int | None = None) -> list[Row]:
     """The sentences of ``part`` (``dev`` or ``test``), capability by capability, labels in
     turn; no sentence twice. The same rows on every call (made once per process: 0.15 s, which
     every two-class training run paid twice)."""
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, not {part!r}")
-    return list(_suite(part, per_capability))
+    return list(_suite(part, per_capability or PER_CAPABILITY[part]))
 
 
 @functools.cache

@@ -2,7 +2,11 @@
 :mod:`classifier.evaluation.behaviour` fills: ``dev``, for choosing models, and ``test``, kept
 for reporting. The parts share no word that carries sentiment, no modifier, name, place or
 neutral clause, and no template, so a model tuned on one has seen nothing of the other but the
-plain nouns (movie, film).
+plain nouns (movie, film). The dev part was broadened on 2026-11-28, when the shipped model got
+nearly all of it right: rarer sentiment words (many of them words the treebank's training trees
+label, others a reader's), more templates per capability ("anything but", "despite", a
+sentence-opening "however"), and 200 sentences a capability; words and templates that the test
+part also had were left out unread.
 
 A template is ``(label, text)``. ``label`` ``"both"`` makes sentences of either label: its slots
 ``{s_KIND}`` take words of the sentence's own polarity (``KIND_pos`` for a positive sentence)
@@ -25,29 +29,48 @@ DEV = {
         "adj_pos": ("good", "great", "wonderful", "excellent", "brilliant", "superb", "delightful",
                     "enjoyable", "fantastic", "charming", "moving", "beautiful", "captivating",
                     "heartwarming", "witty", "sublime", "dazzling", "touching", "inventive",
-                    "refreshing", "masterful", "absorbing"),
+                    "refreshing", "masterful", "absorbing", "admirable", "adorable", "astonishing",
+                    "beguiling", "breathtaking", "charismatic", "elegant", "eloquent",
+                    "enchanting", "endearing", "engrossing", "exhilarating", "flawless",
+                    "imaginative", "ingenious", "insightful", "joyous", "lively", "mesmerizing",
+                    "poignant", "riveting", "stirring", "thoughtful", "uplifting", "vibrant",
+                    "whimsical", "stupendous", "marvellous", "entrancing", "winsome", "exquisite",
+                    "heartfelt", "nuanced", "deft", "lush", "majestic", "uproarious", "haunting",
+                    "sparkling", "gorgeous", "buoyant", "rollicking", "sprightly"),
         "adj_neg": ("bad", "terrible", "awful", "boring", "dull", "poor", "dreadful", "tedious",
                     "disappointing", "weak", "lousy", "forgettable", "insipid", "clunky",
                     "laughable", "incoherent", "pretentious", "unwatchable", "overlong", "stale",
-                    "wooden", "hackneyed"),
+                    "wooden", "hackneyed", "appalling", "banal", "bloated", "convoluted", "dismal",
+                    "disjointed", "feeble", "flimsy", "formulaic", "ghastly", "grating", "idiotic",
+                    "insufferable", "ludicrous", "mindless", "muddled", "plodding", "preachy",
+                    "shoddy", "stilted", "unfunny", "woeful", "lamentable", "deplorable",
+                    "asinine", "cringeworthy", "drab", "lifeless", "limp", "lackluster", "tepid",
+                    "vapid", "inane", "trite", "turgid", "ponderous", "leaden", "interminable",
+                    "sluggish", "slapdash", "haphazard", "tacky", "garish", "overwrought",
+                    "overblown", "saccharine", "cloying", "mawkish"),
         "verb_pos": ("love", "enjoy", "like"),
         "verb_neg": ("hate", "dislike", "despise"),
         "verbed_pos": ("loved", "enjoyed", "liked"),
         "verbed_neg": ("hated", "disliked", "despised"),
-        "noun_pos": ("masterpiece", "gem", "triumph", "treat", "classic", "revelation"),
-        "noun_neg": ("mess", "disaster", "waste of time", "letdown", "dud", "misfire"),
+        "noun_pos": ("masterpiece", "gem", "triumph", "treat", "classic", "revelation", "joy"),
+        "noun_neg": ("mess", "disaster", "waste of time", "letdown", "dud", "misfire", "slog",
+                     "fiasco", "turkey"),
         # Negated, these read plainly as the opposite ("not good", "not boring at all").
-        "not_pos": ("good", "great", "enjoyable", "interesting", "original", "memorable",
-                    "funny", "compelling", "believable", "smart"),
+        "not_pos": ("good", "great", "enjoyable", "interesting", "original", "memorable", "funny",
+                    "compelling", "believable", "smart", "thoughtful", "imaginative", "coherent",
+                    "nuanced", "heartfelt"),
         "not_neg": ("bad", "boring", "dull", "disappointing", "predictable", "tedious", "slow",
-                    "silly", "annoying", "cheesy"),
+                    "silly", "annoying", "cheesy", "preachy", "formulaic", "pretentious",
+                    "forgettable", "trite", "sluggish", "mawkish"),
         # Gradable: "very good", "somewhat good", "a bit dull".
-        "grad_pos": ("good", "enjoyable", "interesting", "clever", "original"),
+        "grad_pos": ("good", "enjoyable", "interesting", "clever", "original", "charming", "witty",
+                     "imaginative"),
         "grad_neg": ("boring", "dull", "tedious", "weak", "predictable", "lifeless",
-                     "disappointing"),
+                     "disappointing", "preachy", "formulaic", "stilted", "trite"),
         # Extreme: "absolutely brilliant", not "very brilliant".
-        "ext_pos": ("brilliant", "superb", "wonderful", "fantastic"),
-        "ext_neg": ("awful", "terrible", "dreadful", "lousy"),
+        "ext_pos": ("brilliant", "superb", "wonderful", "fantastic", "breathtaking", "flawless",
+                    "mesmerizing", "riveting"),
+        "ext_neg": ("awful", "terrible", "dreadful", "lousy", "appalling", "dismal"),
         "intensifier": ("very", "really", "extremely", "incredibly", "so", "really very"),
         "ext_intensifier": ("absolutely", "truly"),
         "verb_intensifier": ("really", "truly"),
@@ -67,6 +90,8 @@ DEV = {
             ("both", "I {s_verbed} the {aspect}."),
             ("both", "This {work} is a {s_noun}."),
             ("both", "What a {s_adj} {work}!"),
+            ("both", "Honestly, the {aspect} was {s_adj}."),
+            ("both", "I thought the {work} was {s_adj} from start to finish."),
         ),
         "negated_positive": (
             ("negative", "The {aspect} was not {not_pos}."),
@@ -78,6 +103,9 @@ DEV = {
             ("negative", "The {work} was hardly {not_pos}."),
             ("negative", "It is not a {not_pos} {work}."),
             ("negative", "I never found the {aspect} {not_pos}."),
+            ("negative", "There was nothing {not_pos} about the {aspect}."),
+            ("negative", "The {aspect} never felt {not_pos}."),
+            ("negative", "The {work} was far from {not_pos}."),
         ),
         "negated_negative": (
             ("positive", "The {aspect} was not {not_neg} at all."),
@@ -89,6 +117,8 @@ DEV = {
             ("positive", "The {work} is hardly {not_neg}."),
             ("positive", "Nobody would call the {aspect} {not_neg}."),
             ("positive", "It is not a {not_neg} {work} at all."),
+            ("positive", "The {aspect} was anything but {not_neg}."),
+            ("positive", "The {aspect} never felt {not_neg}."),
         ),
         "negation_neutral_middle": (
             ("negative", "I don't think, {middle}, that the {work} was {not_pos}."),
@@ -97,11 +127,15 @@ DEV = {
             ("positive", "I would never say, {middle}, that the {work} was {not_neg}."),
             ("negative", "Nobody, {middle}, would call the {aspect} {not_pos}."),
             ("positive", "It was never, {middle}, a {not_neg} {work}."),
+            ("negative", "The {aspect} was not, {middle}, {not_pos}."),
+            ("positive", "The {aspect} was not, {middle}, {not_neg} at all."),
         ),
         "used_to_but_now": (
             ("both", "I used to think the {work} was {o_adj}, but now I think it is {s_adj}."),
             ("both", "I used to {o_verb} this {work}, but now I {s_verb} it."),
             ("both", "I used to find the {aspect} {o_adj}, but now I find it {s_adj}."),
+            ("both", "At first I found the {work} {o_adj}, but now I find it {s_adj}."),
+            ("both", "I once thought the {aspect} was {o_adj}; now I think it is {s_adj}."),
         ),
         "contrast_but": (
             ("both", "The {aspect} was {o_adj}, but overall the {work} was {s_adj}."),
@@ -110,20 +144,28 @@ DEV = {
                          "watch it again."),
             ("negative", "The {aspect} was {adj_pos} but the {aspect_2} was {adj_neg} and I "
                          "wouldn't watch it again."),
+            ("both", "Despite a {o_adj} {aspect}, the {work} was {s_adj}."),
+            ("both", "The {aspect} was {o_adj}, yet the {work} was {s_adj}."),
+            ("both", "The {aspect} was {o_adj}; however, the {work} was {s_adj}."),
         ),
         "intensifiers": (
             ("both", "The {aspect} was {intensifier} {s_grad}."),
             ("both", "This {work} is {ext_intensifier} {s_ext}."),
             ("both", "I {verb_intensifier} {s_verbed} the {aspect}."),
+            ("both", "The {work} felt {intensifier} {s_grad} to me."),
+            ("both", "It was a {ext_intensifier} {s_ext} {work}."),
         ),
         "diminishers": (
             ("both", "The {aspect} was {s_diminisher} {s_grad}."),
             ("both", "I found the {work} {s_diminisher} {s_grad}."),
+            ("both", "The {work} is {s_diminisher} {s_grad}, I suppose."),
         ),
         "names": (
             ("both", "{name} and I watched the {work} in {city}, and it was {s_adj}."),
             ("both", "My friend {name} recommended this {work}, and I {s_verbed} it."),
             ("both", "{name} said the {aspect} was {s_adj}, and I agree."),
+            ("both", "{name} thought the {work} was {s_adj}."),
+            ("both", "The {work} we saw in {city} was {s_adj}."),
         ),
     },
 }

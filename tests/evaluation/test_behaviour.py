@@ -38,19 +38,21 @@ def parts() -> dict[str, list[Row]]:
 
 
 def test_every_capability_has_its_sentences_half_of_each_label(parts):
-    for rows in parts.values():
+    assert PER_CAPABILITY == {"dev": 200, "test": 100}
+    for part, rows in parts.items():
+        size = PER_CAPABILITY[part]
         counts = Counter((row.capability, row.label) for row in rows)
         for capability in CAPABILITIES:
             if capability in ONE_LABEL:
-                expected = {ONE_LABEL[capability]: PER_CAPABILITY}
+                expected = {ONE_LABEL[capability]: size}
             else:
-                expected = dict.fromkeys(LABELS, PER_CAPABILITY // 2)
+                expected = dict.fromkeys(LABELS, size // 2)
             found = {
                 label: counts[capability, label] for label in LABELS if counts[capability, label]
             }
             assert found == expected, capability
-        assert Counter(row.label for row in rows) == dict.fromkeys(LABELS, 500)
-        assert [row.capability for row in rows[::PER_CAPABILITY]] == list(CAPABILITIES)
+        assert Counter(row.label for row in rows) == dict.fromkeys(LABELS, 5 * size)
+        assert [row.capability for row in rows[::size]] == list(CAPABILITIES)
 
 
 def test_no_sentence_twice_and_the_parts_share_none(parts):

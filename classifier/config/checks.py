@@ -168,6 +168,11 @@ def check_negation(d: Any, m: Any) -> None:
             "model.concessive weighs a conceded clause as model.contrast weighs the words before "
             "'but': set model.contrast below 1 too"
         )
+    if m.opening_contrast and m.contrast == 1.0:
+        raise ConfigError(
+            "model.opening_contrast weighs the sentence before an opening 'But' as model.contrast "
+            "weighs the words before 'but': set model.contrast below 1 too"
+        )
     if m.sentences_as_reviews and not m.short_length:
         raise ConfigError(
             "model.sentences_as_reviews reads a sentence's n-grams in the reviews' block as well "

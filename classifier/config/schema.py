@@ -127,6 +127,7 @@ class ModelConfig:
     own_negated_letters: bool = True  # nbow: a negated letter n-gram adds a feature of its own
     concessive: bool = False  # nbow: "Although A, B" weighs A as words before "but" are
     sentences_as_reviews: bool = False  # nbow: a sentence's n-grams in the reviews' block as well
+    opening_contrast: bool = False  # nbow: "A. But B" weighs A as words before "but" are
     l2: float = 1e-4  # L2 penalty on the weights of variant "bow" (a logistic regression's 1/Cn)
     init_from: str | None = None  # a pretrained encoder or classifier: models:/, runs:/, path
 

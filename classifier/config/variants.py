@@ -293,6 +293,7 @@ NBOW_KEYS = (
     "model.own_negated_letters",
     "model.concessive",
     "model.sentences_as_reviews",
+    "model.opening_contrast",
 )
 register(
     Variant(

@@ -24,7 +24,8 @@ of the variant), never from validation or test reviews. Everything else is
 negation_scope`) counts ``-negation`` times in place of once, "not bad" reading as the opposite
 of "bad", and adds a feature of its own (its hashed slot permuted, the ``N:`` n-gram of Das &
 Chen 2001) for what the flip gets wrong; an n-gram whose last word stands before a contrast word
-in its sentence counts ``contrast`` times. A feature present both ways in one review takes its
+in its sentence (or, with ``opening_contrast``, in a sentence that the next one's opening "But"
+turns from) counts ``contrast`` times. A feature present both ways in one review takes its
 first in this order: plain, plain before a contrast, negated, negated before a contrast.
 
 **Sentences** (``short_length`` > 0). An input of fewer token ids (a typed sentence, a phrase)
@@ -146,6 +147,8 @@ class NaiveBayesNgrams(BagOfNgrams):
             words in general, in the data mostly negated positives).
         concessive: with ``contrast``, the clause after a sentence's opening "although" or
             "though" counts ``contrast`` times too, as the words before a "but" do.
+        opening_contrast: with ``contrast``, a sentence whose next one opens with a contrast
+            word ("... . But ...", "...; however, ...") counts ``contrast`` times too.
         sentences_as_reviews: with ``short_length``, a sentence's word n-grams count in the
             reviews' block as well, read as a review's (scope: the clause): the reviews' weights,
             learnt from far more text, beside its own block's (Daumé's shared copy of features).
@@ -170,6 +173,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         own_negated_letters: bool = True,
         concessive: bool = False,
         sentences_as_reviews: bool = False,
+        opening_contrast: bool = False,
         **kwargs,
     ):
         if order not in (1, 2, 3):
@@ -181,6 +185,7 @@ class NaiveBayesNgrams(BagOfNgrams):
         self.short_length, self.letters = short_length, letters
         self.letter_weight, self.own_negated_letters = letter_weight, own_negated_letters
         self.concessive, self.sentences_as_reviews = concessive, sentences_as_reviews
+        self.opening_contrast = opening_contrast
         if self.reads_scope and max_length < 1:
             raise ValueError("negation or contrast needs max_length, the longest review")
         if letters and not short_length:
@@ -191,6 +196,8 @@ class NaiveBayesNgrams(BagOfNgrams):
             raise ValueError("own_negated_letters=False is of negated letters: letters, negation")
         if concessive and contrast == 1:
             raise ValueError("concessive weighs a conceded clause as contrast does: contrast < 1")
+        if opening_contrast and contrast == 1:
+            raise ValueError("opening_contrast weighs a sentence as contrast does: contrast < 1")
         if sentences_as_reviews and not short_length:
             raise ValueError("sentences_as_reviews reads sentences: it needs short_length")
 
@@ -280,7 +287,11 @@ class NaiveBayesNgrams(BagOfNgrams):
         sentence = ops.sum(ops.cast(ids > 0, "int32"), axis=1, keepdims=True) < self.short_length
         if self.reads_scope:
             negated, before = negation_scope(
-                ids, self.max_length, self.negation_words, concessive=self.concessive
+                ids,
+                self.max_length,
+                self.negation_words,
+                concessive=self.concessive,
+                opening=self.opening_contrast,
             )
             as_review = ops.cast(negated, "int64") * int(self.negation > 0)
             if self.short_length:  # a sentence's scope runs to its end or a contrast word
@@ -366,4 +377,5 @@ class NaiveBayesNgrams(BagOfNgrams):
             "own_negated_letters": self.own_negated_letters,
             "concessive": self.concessive,
             "sentences_as_reviews": self.sentences_as_reviews,
+            "opening_contrast": self.opening_contrast,
         }

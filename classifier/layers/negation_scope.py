@@ -9,7 +9,8 @@ sentence end ``.``, the negations and the contrast words).
 - A token stands **before a contrast** when a contrast word follows it in its sentence: "*the
   acting was poor* but the story was good"; with ``concessive``, also when it is in the clause
   after a sentence's opening "although" or "though": "although *the acting was poor* , the
-  story was good".
+  story was good"; with ``opening``, also when the next sentence opens with a contrast word:
+  "*the acting was poor* . but the story was good".
 
 Both are running maxima and minima along the review, computed by doubling (``log2(T)`` shifted
 maxima of (B, T) integers: plain ``keras.ops`` that export to LiteRT); the NumPy twin, for
@@ -52,14 +53,20 @@ def _running(values, length: int, forward: bool, fill: int):
 
 
 def negation_scope(
-    token_ids, length: int, words: int = 0, commas: bool = True, concessive: bool = False
+    token_ids,
+    length: int,
+    words: int = 0,
+    commas: bool = True,
+    concessive: bool = False,
+    opening: bool = False,
 ):
     """``(negated (B, T) bool, before_contrast (B, T) bool)`` of token ids (B, T), T <=
     ``length`` (what the module's docstring says); with ``words`` > 0, a scope holds at most
     that many words after its negation; with ``commas`` False, a comma does not end it (a
     scope to the sentence's end or a contrast word, as a sentence's reader uses); with
     ``concessive``, a clause conceded by a sentence's opening "although" stands before a
-    contrast too."""
+    contrast too; with ``opening``, so does a sentence whose next one opens with a contrast
+    word ("But ...", "However, ...")."""
     ids = ops.cast(token_ids, "int32")
     where = scope_ids()
     position = ops.cumsum(ops.ones_like(ids), axis=1) - 1
@@ -78,12 +85,20 @@ def negation_scope(
     after = ops.pad(next_contrast, [[0, 0], [0, 1]], constant_values=_FAR)[:, 1:]
     next_end = _running(ops.where(end, position, _FAR), length, False, _FAR)
     before = after < next_end
+    previous = ops.pad(ids, [[0, 0], [1, 0]], constant_values=where.end)[:, :-1]
     if concessive:  # from an opening "although" to its clause's end (a comma or the sentence's)
-        previous = ops.pad(ids, [[0, 0], [1, 0]], constant_values=where.end)[:, :-1]
         concession = functools.reduce(ops.logical_or, [ops.equal(ids, i) for i in concession_ids()])
         concession = ops.logical_and(concession, ops.equal(previous, where.end))
         start = _running(ops.where(concession, position, -1), length, True, -1)
         breaks = ops.logical_or(end, ops.equal(ids, where.comma))
         last_break = _running(ops.where(breaks, position, -1), length, True, -1)
         before = ops.logical_or(before, ops.logical_and(start > last_break, position > start))
+    if opening:  # a sentence whose end is followed by a contrast word ("... . but ...")
+        opens = ops.logical_and(contrast, ops.equal(previous, where.end))
+        followed = ops.pad(opens, [[0, 0], [0, 1]], constant_values=False)[:, 1:]
+        turned_end = _running(
+            ops.where(ops.logical_and(end, followed), position, _FAR), length, False, _FAR
+        )
+        turned = ops.logical_and(ops.equal(turned_end, next_end), next_end < _FAR)
+        before = ops.logical_or(before, ops.logical_and(turned, ops.logical_not(end)))
     return negated, before

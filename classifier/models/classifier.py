@@ -193,6 +193,7 @@ def nb_ngrams(cfg, token_ids, mask, vocab_size, sequence_length, num_classes=NUM
         own_negated_letters=cfg.own_negated_letters,
         concessive=cfg.concessive,
         sentences_as_reviews=cfg.sentences_as_reviews,
+        opening_contrast=cfg.opening_contrast,
         max_length=sequence_length,
         name="bag",
         dtype="float32",

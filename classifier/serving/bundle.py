@@ -123,7 +123,7 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     explain, explain_files, explainer = _write_explain_parts(classifier, variant, folder, shown)
     manifest = {
         "format": BUNDLE_FORMAT,
-        "format_version": FORMAT_VERSION if vectorizer.spelling else 1,
+        "format_version": _format_version(vectorizer, explain),
         "model_name": end_to_end_model.name,
         "classifier_name": classifier.name,
         "variant": variant.name if variant else None,
@@ -156,6 +156,13 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     return folder
 
 
+def _format_version(vectorizer: ReviewVectorizer, explain: dict | None) -> int:
+    """The oldest :data:`FORMAT_VERSION` that holds what this bundle needs read."""
+    if (explain or {}).get("ngrams", {}).get("opening_contrast"):
+        return FORMAT_VERSION  # 3
+    return 2 if vectorizer.spelling else 1
+
+
 def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
     """The weights of a classifier's bag of n-grams (layer ``bag``) and its head, as NumPy.
 
@@ -184,6 +191,7 @@ def ngram_weights_of(classifier: keras.Model) -> NgramWeights:
         own_negated_letters=bool(getattr(bag, "own_negated_letters", True)),
         concessive=bool(getattr(bag, "concessive", False)),
         sentences_as_reviews=bool(getattr(bag, "sentences_as_reviews", False)),
+        opening_contrast=bool(getattr(bag, "opening_contrast", False)),
     )
 
 
@@ -213,6 +221,8 @@ def _write_explain_parts(
             described.append("concessive")
         if weights.sentences_as_reviews:
             described.append("sentences_as_reviews")
+        if weights.opening_contrast:
+            described.append("opening_contrast")
         entry["ngrams"] = {name: getattr(weights, name) for name in described}
         arrays = {name: getattr(weights, name) for name in ("scale", "kernel", "bias")}
         if weights.letters:

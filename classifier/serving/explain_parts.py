@@ -63,7 +63,11 @@ def ngram_features(token_ids: np.ndarray, vocab_size: int, buckets: int, order: 
 
 
 def scope_of(
-    token_ids: np.ndarray, words: int = 0, commas: bool = True, concessive: bool = False
+    token_ids: np.ndarray,
+    words: int = 0,
+    commas: bool = True,
+    concessive: bool = False,
+    opening: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(negated (B, T) bool, before_contrast (B, T) bool)``: the NumPy twin of
     :func:`classifier.layers.negation_scope.negation_scope`.
@@ -90,14 +94,18 @@ def scope_of(
     negated = (last_negation > last_stop) & ~negation
     if words:
         negated &= position - last_negation <= words
-    before = after < next_of(end)
+    next_end = next_of(end)
+    before = after < next_end
+    previous = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1]
     if concessive:
-        previous = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1]
         concession = np.isin(ids, concession_ids()) & (previous == where.end)
         start = np.maximum.accumulate(np.where(concession, position, -1), axis=1)
         breaks = end | (ids == where.comma)
         last_break = np.maximum.accumulate(np.where(breaks, position, -1), axis=1)
         before |= (start > last_break) & (position > start)
+    if opening:
+        followed = np.pad(contrast & (previous == where.end), ((0, 0), (0, 1)))[:, 1:]
+        before |= (next_of(end & followed) == next_end) & (next_end < far) & ~end
     return negated, before
 
 
@@ -122,6 +130,8 @@ class NgramWeights:
         concessive: whether a clause conceded by a sentence's opening "although" stands before
             a contrast (:func:`scope_of`).
         sentences_as_reviews: whether a sentence's n-grams count in the reviews' block as well.
+        opening_contrast: whether a sentence whose next one opens with a contrast word stands
+            before a contrast (:func:`scope_of`).
     """
 
     vocab_size: int
@@ -143,6 +153,7 @@ class NgramWeights:
     own_negated_letters: bool = True
     concessive: bool = False
     sentences_as_reviews: bool = False
+    opening_contrast: bool = False
 
     @property
     def reads_scope(self) -> bool:
@@ -203,7 +214,9 @@ class NgramWeights:
         words = ngram_features(ids, self.vocab_size, self.buckets, self.order)
         sentence = (ids > 0).sum(axis=1, keepdims=True) < self.short_length
         if self.reads_scope:
-            negated, before = scope_of(ids, self.negation_words, concessive=self.concessive)
+            negated, before = scope_of(
+                ids, self.negation_words, concessive=self.concessive, opening=self.opening_contrast
+            )
             as_review = negated.astype(np.int64) * int(self.negation > 0)
             if self.short_length:
                 negated = np.where(sentence, scope_of(ids, commas=False)[0], negated)
@@ -346,6 +359,7 @@ def load_explain_parts(bundle) -> ExplainParts:
                 own_negated_letters=bool(described.get("own_negated_letters", True)),
                 sentences_as_reviews=bool(described.get("sentences_as_reviews", False)),
                 concessive=bool(described.get("concessive", False)),
+                opening_contrast=bool(described.get("opening_contrast", False)),
                 **loaded,
             )
         if "attention" in entry:

@@ -61,8 +61,9 @@ from classifier.serving.interpreters import ResizedInterpreter
 
 BUNDLE_FORMAT = "imdb-classifier-litert-bundle"
 #: The newest format this module reads and writes: 2 adds ``"spelling"`` (the tokenizer's, as
-#: ``ReviewVectorizer``'s); a bundle without it is written as 1, which older readers take.
-FORMAT_VERSION = 2
+#: ``ReviewVectorizer``'s), 3 the explain parts' ``"opening_contrast"`` (a reader of 2 would
+#: explain such a bag without it); a bundle is written in the oldest version that holds it.
+FORMAT_VERSION = 3
 #: The standardization that :func:`classifier.data.tokenizer.standardize` reproduces: that of
 #: ``classifier.data.vectorizer.standardize_review`` (ASCII lower-casing, control characters and
 #: ``<br />`` to spaces, apostrophes dropped, other ASCII punctuation to spaces). A change to

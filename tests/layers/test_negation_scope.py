@@ -32,13 +32,18 @@ WORDS = {
 
 
 def reading(
-    ids: np.ndarray, words: int = 0, commas: bool = True, concessive: bool = False
+    ids: np.ndarray,
+    words: int = 0,
+    commas: bool = True,
+    concessive: bool = False,
+    opening: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The scope read word by word: a negation opens it, an end, a comma (with ``commas``) or
     a contrast word closes it (and, with ``words``, the word after that many); and, read
     backwards, whether a contrast word follows in the sentence; with ``concessive``, read
     forwards, whether the word is in a clause that a sentence's opening "although" or "though"
-    concedes (up to a comma or the sentence's end)."""
+    concedes (up to a comma or the sentence's end); with ``opening``, read backwards, whether
+    the sentence after the word's opens with a contrast word."""
     negation = set(range(*WHERE.negations))
     contrast = set(range(*WHERE.contrasts))
     negated, before = np.zeros(ids.shape, bool), np.zeros(ids.shape, bool)
@@ -65,6 +70,12 @@ def reading(
                 conceding = concessive
             else:
                 before[row, t] |= conceding
+        turned = False  # the next sentence opens with a contrast word
+        for t in reversed(range(len(review))):
+            if review[t] == END:
+                turned = opening and t + 1 < len(review) and review[t + 1] in contrast
+            else:
+                before[row, t] |= turned
     return negated, before
 
 
@@ -78,13 +89,16 @@ def test_the_ids_are_those_of_the_reserved_words():
 
 
 @pytest.mark.parametrize(
-    ("length", "words", "commas", "concessive"),
-    [(1, 0, True, False), (2, 0, True, False), (7, 0, True, False), (64, 0, True, False),
-     (2500, 0, True, False), (64, 1, True, False), (64, 4, True, False), (2500, 4, True, False),
-     (7, 0, False, False), (64, 0, False, False), (2500, 0, False, False), (2, 0, True, True),
-     (64, 0, True, True), (2500, 4, True, True), (64, 0, False, True)],
+    ("length", "words", "commas", "concessive", "opening"),
+    [(1, 0, True, False, False), (2, 0, True, False, False), (7, 0, True, False, False),
+     (64, 0, True, False, False), (2500, 0, True, False, False), (64, 1, True, False, False),
+     (64, 4, True, False, False), (2500, 4, True, False, False), (7, 0, False, False, False),
+     (64, 0, False, False, False), (2500, 0, False, False, False), (2, 0, True, True, False),
+     (64, 0, True, True, False), (2500, 4, True, True, False), (64, 0, False, True, False),
+     (2, 0, True, False, True), (7, 0, True, False, True), (64, 4, True, True, True),
+     (2500, 4, True, True, True), (64, 0, False, False, True)],
 )  # fmt: skip
-def test_the_scope_is_a_word_by_word_reading(length, words, commas, concessive):
+def test_the_scope_is_a_word_by_word_reading(length, words, commas, concessive, opening):
     rng = np.random.default_rng(length)
     # mostly words, often a negation, an end or a contrast word, padding at the end of some
     ids = rng.choice([*range(40, 60), END, COMMA, NOT, NOT + 11, BUT, BUT + 3, 1], size=(6, length))
@@ -93,16 +107,18 @@ def test_the_scope_is_a_word_by_word_reading(length, words, commas, concessive):
         ids[2] = 45
         ids[2, 0] = NOT  # a scope that runs to the very end of the longest review
         ids[3, 0] = BUT + 2  # "although" opening the first sentence
-    negated, before = reading(ids, words, commas, concessive)
-    scope = negation_scope(ids, length, words, commas, concessive)
+        ids[4, :3] = 45, END, BUT  # a second sentence opening with "but"
+    negated, before = reading(ids, words, commas, concessive, opening)
+    scope = negation_scope(ids, length, words, commas, concessive, opening)
     tf_negated, tf_before = (ops.convert_to_numpy(a) for a in scope)
     np.testing.assert_array_equal(tf_negated, negated)
     np.testing.assert_array_equal(tf_before, before)
-    np_negated, np_before = scope_of(ids, words, commas, concessive)
+    np_negated, np_before = scope_of(ids, words, commas, concessive, opening)
     np.testing.assert_array_equal(np_negated, negated)
     np.testing.assert_array_equal(np_before, before)
     if length > 3:
         assert negated[2, 1:].all() if not words else negated[2, 1 : words + 1].all()
+        assert before[4, 0] == opening  # the sentence that the next one's "but" turns from
 
 
 def ids_of(text: str) -> np.ndarray:
@@ -112,11 +128,11 @@ def ids_of(text: str) -> np.ndarray:
 
 def bag(
     negation: float = 1.0, contrast: float = 1.0, buckets: int = 4096, words: int = 0,
-    concessive: bool = False,
+    concessive: bool = False, opening: bool = False,
 ) -> NaiveBayesNgrams:  # fmt: skip
     layer = NaiveBayesNgrams(
         60, buckets, 2, order=2, negation=negation, contrast=contrast, max_length=16,
-        negation_words=words, concessive=concessive,
+        negation_words=words, concessive=concessive, opening_contrast=opening,
     )  # fmt: skip
     layer.build((None, None))
     layer.scale.assign(np.ones(layer.scale.shape, dtype="float32"))
@@ -165,6 +181,17 @@ def test_a_clause_conceded_by_an_opening_although_counts_as_one_before_but():
         bag(contrast=1.0, concessive=True)
 
 
+def test_a_sentence_that_the_next_ones_opening_but_turns_from_counts_as_one_before_but():
+    turning = bag(negation=0.0, contrast=0.25, opening=True)
+    weights = weights_of(turning, "the plot was bad . but the film was good")
+    assert weights[WORDS["bad"]] == 0.25 and weights[WORDS["good"]] == 1.0
+    assert weights_of(bag(negation=0.0, contrast=0.25), "bad . but good")[WORDS["bad"]] == 1.0
+    assert weights_of(turning, "bad . good . but good")[WORDS["bad"]] == 1.0  # one sentence back
+    assert weights_of(turning, "bad . good but good")[WORDS["bad"]] == 1.0  # not opening one
+    with pytest.raises(ValueError, match="contrast < 1"):
+        bag(contrast=1.0, opening=True)
+
+
 def test_the_ratios_count_every_feature_a_review_holds():
     layer = bag()
     ids = np.pad(ids_of("not bad at all"), ((0, 0), (0, 3)))  # and padding
@@ -172,23 +199,29 @@ def test_the_ratios_count_every_feature_a_review_holds():
     assert counts[1].sum() == len(weights_of(layer, "not bad at all")) and counts[0].sum() == 0
 
 
-@pytest.mark.parametrize(("words", "concessive"), [(0, False), (2, False), (0, True)])
-def test_the_word_contributions_add_up_with_negation(words, concessive):
+@pytest.mark.parametrize(
+    ("words", "concessive", "opening"), [(0, False, False), (2, False, False), (0, True, True)]
+)
+def test_the_word_contributions_add_up_with_negation(words, concessive, opening):
     rng = np.random.default_rng(0)
-    layer = bag(negation=1.0, contrast=0.25, buckets=97, words=words, concessive=concessive)
+    layer = bag(
+        negation=1.0, contrast=0.25, buckets=97, words=words, concessive=concessive,
+        opening=opening,
+    )  # fmt: skip
     layer.scale.assign(rng.normal(0, 1, layer.scale.shape).astype("float32"))
     layer.kernel.assign(rng.normal(0, 1, layer.kernel.shape).astype("float32"))
     numpy = keras.ops.convert_to_numpy
     twin = NgramWeights(
         60, 97, 2, "ratio", numpy(layer.scale), numpy(layer.kernel), numpy(layer.bias),
         np.eye(2, dtype="float32"), np.zeros(2, "float32"), negation=1.0, contrast=0.25,
-        negation_words=words, concessive=concessive,
+        negation_words=words, concessive=concessive, opening_contrast=opening,
     )  # fmt: skip
     assert_twin_explains_the_layer(
         layer, twin, ids_of("the film was not bad at all but the plot was bad . good")
     )
     text = "although the film was not bad , at all the plot was bad . good"
     assert_twin_explains_the_layer(layer, twin, ids_of(text))
+    assert_twin_explains_the_layer(layer, twin, ids_of("the film was not bad . but good"))
 
 
 @pytest.mark.parametrize(

@@ -254,6 +254,9 @@ def test_the_ratios_are_counted_after_the_letters_are_set_from_the_vocabulary():
         (["model.variant=nbow", "model.concessive=true"],
          "model.concessive weighs a conceded clause as model.contrast weighs the words before "
          "'but': set model.contrast below 1 too"),
+        (["model.variant=nbow", "model.opening_contrast=true"],
+         "model.opening_contrast weighs the sentence before an opening 'But' as model.contrast "
+         "weighs the words before 'but': set model.contrast below 1 too"),
         (["model.variant=nbow", "model.sentences_as_reviews=true"],
          "model.sentences_as_reviews reads a sentence's n-grams in the reviews' block as well "
          "as its own: set model.short_length too"),

@@ -262,11 +262,16 @@ def test_a_sentences_model_names_its_standardization_and_reads_back_the_same_ids
 @pytest.mark.parametrize("concessive", [False, True])
 def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorflow(
     tmp_path, concessive
-):
+):  # with concessive, the sentence before an opening "But" turns too (opening_contrast)
     vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
     vectorizer.adapt(np.array(texts()))
     cfg = ModelConfig(
-        variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25, concessive=concessive
+        variant="nbow",
+        ngram_buckets=97,
+        negation=0.5,
+        contrast=0.25,
+        concessive=concessive,
+        opening_contrast=concessive,
     )
     classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
     model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
@@ -276,8 +281,9 @@ def test_an_nbow_that_reads_negation_runs_in_litert_and_explains_without_tensorf
     assert manifest["explain"]["ngrams"] == {
         "vocab_size": 49, "buckets": 97, "order": 3, "scale_name": "ratio",
         "negation": 0.5, "contrast": 0.25, "negation_words": 0,
-        **({"concessive": True} if concessive else {}),
+        **({"concessive": True, "opening_contrast": True} if concessive else {}),
     }  # fmt: skip
+    assert manifest["format_version"] == (3 if concessive else 1)
     bundle = load_bundle(folder)
     assert_same_probabilities(model, bundle)
     for review in ("The plot was not dull. But great", "Although the plot was dull, great"):
@@ -471,8 +477,8 @@ def test_a_bundle_json_that_is_not_one(attention_bundle, tmp_path):
 
 def test_a_newer_format_or_another_standardization(attention_bundle, tmp_path):
     folder = _copy(attention_bundle[1], tmp_path)
-    _rewrite_manifest(folder, format_version=3)
-    _refused(folder, "format version 3", "reads up to 2")
+    _rewrite_manifest(folder, format_version=4)
+    _refused(folder, "format version 4", "reads up to 3")
     _rewrite_manifest(folder, format_version=1, standardization="imdb-review-v2")
     _refused(folder, "standardization 'imdb-review-v2'")
     _rewrite_manifest(folder, standardization="imdb-review-v1", truncate="middle")

@@ -22,7 +22,7 @@ SHIPPED = {
     "configs/pretrain-smoke.yaml": "78bdfe612ccd",
     "configs/pretrain.yaml": "1ecbbe5fada3",
     "configs/smoke.yaml": "f86fadf5531d",
-    "configs/train.yaml": "a3d5cf866824",
+    "configs/train.yaml": "20b48ac7d36f",
     "configs/variants/attention.yaml": "a78397739452",
     "configs/variants/block.yaml": "c340d3c66470",
     "configs/variants/block_pos.yaml": "361ce266af02",
@@ -46,8 +46,11 @@ def test_bows_recipe_before_lazy_adam_hashes_as_it_did():
 
 
 def test_the_shipped_recipe_without_negation_hashes_as_nbow():
-    assert load_config("configs/train.yaml", ["data.spelling=0"]).config_hash() == "2dfe49d7a9c4"
-    shared = ["data.spelling=0", "model.sentences_as_reviews=false"]
+    before = ["model.opening_contrast=false"]
+    assert load_config("configs/train.yaml", before).config_hash() == "a3d5cf866824"
+    before.append("data.spelling=0")
+    assert load_config("configs/train.yaml", before).config_hash() == "2dfe49d7a9c4"
+    shared = [*before, "model.sentences_as_reviews=false"]
     assert load_config("configs/train.yaml", shared).config_hash() == "02e0fcca9e91"
     letters = [*shared, "model.concessive=false"]
     assert load_config("configs/train.yaml", letters).config_hash() == "5565a87e7d4b"

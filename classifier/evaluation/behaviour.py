@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import random
 import re
 import sys
@@ -105,6 +106,19 @@ def _suite(part: str, per_capability: int) -> tuple[Row, ...]:
         for index in range(count):
             rows += [Row(made[label][index], label, capability) for label in made]
     return tuple(rows)
+
+
+def suite_digest(part: str = "dev") -> str:
+    """The first 12 hex digits of the SHA-256 of ``part``'s rows (text, label, capability):
+    training runs tag the part they were scored on with it (``behaviour_suite``), so that runs
+    scored on different sentences are not compared as if they were not.
+
+    Example:
+        >>> len(suite_digest("dev")), suite_digest("dev") != suite_digest("test")
+        (12, True)
+    """
+    rows = "\n".join("\t".join(row) for row in suite(part))
+    return hashlib.sha256(rows.encode("utf-8")).hexdigest()[:12]
 
 
 def typo(phrase: str, rng: random.Random) -> str:

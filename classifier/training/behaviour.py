@@ -1,6 +1,7 @@
 """The behaviour suite's ``dev`` part (:mod:`classifier.evaluation.behaviour`) scored at the end
 of a two-class training run: accuracy per capability, ``behaviour_<capability>``, and their
-mean, ``behaviour_overall``, logged beside the test metrics.
+mean, ``behaviour_overall``, logged beside the test metrics, and the run tagged with the part
+and its digest (``behaviour_suite``: ``dev 1a2b3c4d5e6f``), which changes when its sentences do.
 
 The sentences are vectorized by the run's vectorizer, cut to the longest one's ids (a tf.data
 pipeline by length cost 0.5 s a run), and scored by the calibrated head, as the test split is
@@ -24,11 +25,18 @@ import numpy as np
 import tensorflow as tf
 
 from classifier.config.schema import DataConfig
-from classifier.evaluation.behaviour import behaviour_metrics, suite, suite_classes
+from classifier.evaluation.behaviour import behaviour_metrics, suite, suite_classes, suite_digest
 from classifier.evaluation.calibration import head_logits
 
 #: The part every training run scores; ``test`` is kept for reporting.
 SCORED_PART = "dev"
+#: The run tag naming the part scored and its :func:`suite_digest`.
+SUITE_TAG = "behaviour_suite"
+
+
+def suite_tag() -> dict[str, str]:
+    """The tag of a run scored on :data:`SCORED_PART` (``{"behaviour_suite": "dev ..."}``)."""
+    return {SUITE_TAG: f"{SCORED_PART} {suite_digest(SCORED_PART)}"}
 
 
 def behaviour_metrics_of(

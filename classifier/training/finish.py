@@ -41,7 +41,7 @@ from classifier.runs.tracking import MODEL_ALIAS, version_of_run
 from classifier.serving.bundle import write_bundle
 from classifier.serving.litert_engine import BUNDLE_DIR
 from classifier.serving.registry import log_pyfunc_model
-from classifier.training.behaviour import behaviour_metrics_of
+from classifier.training.behaviour import behaviour_metrics_of, suite_tag
 
 EXAMPLE_REVIEWS = [
     "One of the best films I have seen in years: moving, funny and beautifully shot.",
@@ -99,6 +99,7 @@ def finish_run(run: TrainedRun, calibration: Calibration | None = None):
     status(echo, "scoring the behaviour suite")
     if behaviour := behaviour_metrics_of(model, vectorizer, labels, cfg.data):
         mlflow.log_metrics(behaviour)
+        mlflow.set_tags(suite_tag())
     mlflow.log_metrics(
         {
             "best_epoch": progress.best_epoch,

@@ -4,6 +4,7 @@ writes, and its metrics (accuracy per capability and per group)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import random
 import re
 from collections import Counter
@@ -22,6 +23,7 @@ from classifier.evaluation.behaviour import (
     main,
     suite,
     suite_classes,
+    suite_digest,
     typo,
 )
 from classifier.evaluation.behaviour_parts import PARTS
@@ -128,6 +130,15 @@ def test_the_checked_in_files_are_the_generators_output(tmp_path):
             table = list(csv.reader(file))
         assert tuple(table[0]) == COLUMNS
         assert [Row(*row) for row in table[1:]] == suite(part)
+
+
+def test_the_digest_is_that_of_the_parts_rows_as_checked_in():
+    for part in PARTS:
+        with (FOLDER / f"{part}.csv").open(encoding="utf-8", newline="") as file:
+            rows = list(csv.reader(file))[1:]
+        text = "\n".join("\t".join(row) for row in rows)
+        assert suite_digest(part) == hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    assert suite_digest("dev") != suite_digest("test")
 
 
 def test_accuracy_per_group_in_order_of_first_appearance():

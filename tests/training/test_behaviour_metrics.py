@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from classifier.config.schema import DataConfig, ModelConfig, load_config
 from classifier.data.vectorizer import ReviewVectorizer
-from classifier.evaluation.behaviour import CAPABILITIES, suite, suite_classes
+from classifier.evaluation.behaviour import CAPABILITIES, suite, suite_classes, suite_digest
 from classifier.models.classifier import build_classifier, build_end_to_end
 from classifier.serving.predict import predict_probabilities
 from classifier.sweeps.compare import compare_runs
@@ -76,6 +76,7 @@ def test_a_two_class_run_logs_the_suites_accuracy_per_capability(store, fixture_
     assert all(0.0 <= value <= 1.0 for value in logged.values())
     per_capability = [logged[f"behaviour_{c}"] for c in CAPABILITIES]
     assert logged["behaviour_overall"] == pytest.approx(np.mean(per_capability))
+    assert run.data.tags["behaviour_suite"] == f"dev {suite_digest('dev')}"
     (row,) = compare_runs([run])
     assert row.behaviour_overall == pytest.approx(logged["behaviour_overall"])
     assert row.to_json()["behaviour_overall"] == pytest.approx(logged["behaviour_overall"])

@@ -18,7 +18,8 @@ scores, for choosing models, and ``test``, kept for reporting. A part is the sam
 (seeded); ``data/behaviour/dev.csv`` and ``test.csv`` are its output, written by
 ``python -m classifier.evaluation.behaviour data/behaviour``. Each capability has
 :data:`PER_CAPABILITY` sentences (200 in the dev part, which chooses, 100 in the test part),
-half of each label, except the two negations, whose label is what they test. Accuracy per group (:func:`accuracy_by_group`) is also ``classify evaluate --by``.
+half of each label, except the two negations, whose label is what they test. Accuracy per group
+(:func:`accuracy_by_group`) is also ``classify evaluate --by``.
 
 Example:
     >>> rows = suite("dev")
@@ -111,7 +112,7 @@ def _suite(part: str, per_capability: int) -> tuple[Row, ...]:
 def suite_digest(part: str = "dev") -> str:
     """The first 12 hex digits of the SHA-256 of ``part``'s rows (text, label, capability):
     training runs tag the part they were scored on with it (``behaviour_suite``), so that runs
-    scored on different sentences are not compared as if they were not.
+    scored on different sentences can be told apart.
 
     Example:
         >>> len(suite_digest("dev")), suite_digest("dev") != suite_digest("test")

@@ -85,16 +85,18 @@ def negation_scope(
     after = ops.pad(next_contrast, [[0, 0], [0, 1]], constant_values=_FAR)[:, 1:]
     next_end = _running(ops.where(end, position, _FAR), length, False, _FAR)
     before = after < next_end
-    previous = ops.pad(ids, [[0, 0], [1, 0]], constant_values=where.end)[:, :-1]
+    if concessive or opening:  # where a sentence's first word stands
+        previous = ops.pad(ids, [[0, 0], [1, 0]], constant_values=where.end)[:, :-1]
+        first = ops.equal(previous, where.end)
     if concessive:  # from an opening "although" to its clause's end (a comma or the sentence's)
         concession = functools.reduce(ops.logical_or, [ops.equal(ids, i) for i in concession_ids()])
-        concession = ops.logical_and(concession, ops.equal(previous, where.end))
+        concession = ops.logical_and(concession, first)
         start = _running(ops.where(concession, position, -1), length, True, -1)
         breaks = ops.logical_or(end, ops.equal(ids, where.comma))
         last_break = _running(ops.where(breaks, position, -1), length, True, -1)
         before = ops.logical_or(before, ops.logical_and(start > last_break, position > start))
     if opening:  # a sentence whose end is followed by a contrast word ("... . but ...")
-        opens = ops.logical_and(contrast, ops.equal(previous, where.end))
+        opens = ops.logical_and(contrast, first)  # a sentence opening with a contrast word
         followed = ops.pad(opens, [[0, 0], [0, 1]], constant_values=False)[:, 1:]
         turned_end = _running(
             ops.where(ops.logical_and(end, followed), position, _FAR), length, False, _FAR

@@ -96,15 +96,16 @@ def scope_of(
         negated &= position - last_negation <= words
     next_end = next_of(end)
     before = after < next_end
-    previous = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1]
+    # where a sentence's first word stands
+    first = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1] == where.end
     if concessive:
-        concession = np.isin(ids, concession_ids()) & (previous == where.end)
+        concession = np.isin(ids, concession_ids()) & first
         start = np.maximum.accumulate(np.where(concession, position, -1), axis=1)
         breaks = end | (ids == where.comma)
         last_break = np.maximum.accumulate(np.where(breaks, position, -1), axis=1)
         before |= (start > last_break) & (position > start)
     if opening:
-        followed = np.pad(contrast & (previous == where.end), ((0, 0), (0, 1)))[:, 1:]
+        followed = np.pad(contrast & first, ((0, 0), (0, 1)))[:, 1:]
         before |= (next_of(end & followed) == next_end) & (next_end < far) & ~end
     return negated, before
 

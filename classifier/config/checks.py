@@ -138,6 +138,11 @@ def check_negation(d: Any, m: Any) -> None:
     """``model.negation`` and ``model.contrast`` (``m``: the ``ModelConfig``) weigh the n-grams of
     ``nbow`` and ``nbow_attention`` by where they stand in a sentence, which needs the sentence
     ends and scope words that ``data.sentences`` (``d``: the ``DataConfig``) keeps."""
+    if d.negation_phrases and not d.sentences:
+        raise ConfigError(
+            "data.negation_phrases reads 'far from' as 'far not' in the standardization that "
+            "data.sentences=true chooses: set it too"
+        )
     if not 0.0 <= m.negation <= 1.0:
         raise ConfigError(f"model.negation must be in [0, 1], got {m.negation!r}")
     if not 0.0 < m.contrast <= 1.0:

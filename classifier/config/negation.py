@@ -42,6 +42,11 @@ CONTRASTS = ("but", "however", "although", "though", "yet", "whereas", "except")
 #: Contrast words that, opening a sentence, concede the clause after them ("Although A, B").
 CONCESSIONS = ("although", "though")
 
+#: Two words that negate what follows them ("anything but dull", "far from perfect", "nowhere
+#: near as good"): with ``data.negation_phrases`` the second reads as ``not``, whose scope
+#: follows it. Not reserved words: the vocabulary's ids stay as they are.
+NEGATION_PHRASES = (("anything", "but"), ("far", "from"), ("nowhere", "near"))
+
 #: The first id after padding (0) and out-of-vocabulary (1).
 FIRST_ID = 2
 

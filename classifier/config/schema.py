@@ -96,6 +96,7 @@ class DataConfig:
     extra_label_map: str | None = None  # data.extra's labels as the source's classes
     sentences: bool = False  # sentence ends kept as "." tokens, scope words at fixed ids
     spelling: int = 0  # inputs of fewer words read a misspelt word as a known one (0: none)
+    negation_phrases: bool = False  # with sentences: "far from", "anything but" read "far not"
     vocab_size: int = 20_000
     sequence_length: int = 512  # the 90th-percentile review has 455 words
     truncate: str = "tail"  # which end of a long review to keep: head | tail

@@ -147,13 +147,7 @@ def texts_of(dataset: tf.data.Dataset) -> tf.data.Dataset:
 
 def build_vectorizer(cfg: DataConfig, train: tf.data.Dataset) -> ReviewVectorizer:
     """A :class:`ReviewVectorizer` whose vocabulary is adapted on ``train`` (text, label) only."""
-    vectorizer = ReviewVectorizer(
-        cfg.vocab_size,
-        cfg.sequence_length,
-        cfg.truncate,
-        sentences=cfg.sentences,
-        spelling=cfg.spelling,
-    )
+    vectorizer = ReviewVectorizer.for_data(cfg)
     vectorizer.adapt(texts_of(train))
     return vectorizer
 

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from classifier.config.negation import NEGATION_PHRASES, NEGATIONS
 from classifier.data.spelling import check_spelling, nearest
 
 PADDING = ""  # id 0
@@ -70,11 +71,20 @@ _SENTENCE_END_RUN = re.compile(rb"[.!?;:][ .!?;:]*")
 _COMMA_RUN = re.compile(rb",[ ,]*")
 _OTHER_PUNCTUATION = _PUNCTUATION.replace(b".", b"").replace(b",", b"")
 _OTHER_PUNCTUATION_TO_SPACE = bytes.maketrans(_OTHER_PUNCTUATION, b" " * len(_OTHER_PUNCTUATION))
+# With negation_phrases: each two-word negation's second word becomes "not".
+_NEGATION_PHRASES = [
+    re.compile(rb"\b(" + first.encode("ascii") + rb" +)" + second.encode("ascii") + rb"\b")
+    for first, second in NEGATION_PHRASES
+]
+_NOT = rb"\1" + NEGATIONS[0].encode("ascii")
 
 
-def standardize(text: str | bytes, sentences: bool = False) -> bytes:
+def standardize(
+    text: str | bytes, sentences: bool = False, negation_phrases: bool = False
+) -> bytes:
     """The bytes of ``classifier.data.vectorizer.standardize_review(tf.constant(text)).numpy()``,
-    or with ``sentences`` those of ``standardize_sentences`` (sentence ends kept as ``.``).
+    or with ``sentences`` those of ``standardize_sentences`` (sentence ends kept as ``.``), or
+    with ``negation_phrases`` too those of ``standardize_negation_phrases`` ("far not").
 
     Example:
         >>> standardize("Don't miss it!<br />Great.")
@@ -83,6 +93,8 @@ def standardize(text: str | bytes, sentences: bool = False) -> bytes:
         b'\\xc3\\x89t\\xc3\\x89\\xc2\\xa0\\xce\\xa3 x'
         >>> standardize("Not bad... at ALL!<br />Great,, really", sentences=True)
         b'not bad . at all . great , really'
+        >>> standardize("Far from perfect!", sentences=True, negation_phrases=True)
+        b'far not perfect . '
     """
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     data = data.translate(_LOWER_AND_CONTROL)
@@ -94,7 +106,11 @@ def standardize(text: str | bytes, sentences: bool = False) -> bytes:
         return data.translate(_PUNCTUATION_TO_SPACE, b"'")
     data = _SENTENCE_END_RUN.sub(b" . ", data)
     data = _COMMA_RUN.sub(b" , ", data)
-    return data.translate(_OTHER_PUNCTUATION_TO_SPACE, b"'")
+    data = data.translate(_OTHER_PUNCTUATION_TO_SPACE, b"'")
+    if negation_phrases:
+        for phrase in _NEGATION_PHRASES:
+            data = phrase.sub(_NOT, data)
+    return data
 
 
 class Tokenizer:
@@ -109,6 +125,8 @@ class Tokenizer:
             ends kept as ``.``; :func:`standardize`).
         spelling: as ``ReviewVectorizer``'s: inputs of fewer words have their misspelt words
             read as known ones (:func:`classifier.data.spelling.nearest`); 0: none.
+        negation_phrases: with ``sentences``, as ``ReviewVectorizer``'s: "far from" reads as
+            "far not" (:func:`standardize`).
 
     Example:
         >>> tokenizer = Tokenizer(["", "[UNK]", "a", "b"], sequence_length=2, truncate="head")
@@ -123,6 +141,7 @@ class Tokenizer:
         truncate: str = "tail",
         sentences: bool = False,
         spelling: int = 0,
+        negation_phrases: bool = False,
     ):
         vocabulary = list(vocabulary)
         if vocabulary[:2] != [PADDING, OOV]:
@@ -133,6 +152,8 @@ class Tokenizer:
             raise ValueError(f"truncate must be 'head' or 'tail', got {truncate!r}")
         if sequence_length < 1:
             raise ValueError(f"sequence_length must be at least 1, got {sequence_length}")
+        if negation_phrases and not sentences:
+            raise ValueError("negation_phrases standardizes sentences: set sentences too")
         check_spelling(spelling, sequence_length)
         ids = _Ids((token.encode("utf-8"), index) for index, token in enumerate(vocabulary))
         if len(ids) != len(vocabulary):
@@ -143,6 +164,7 @@ class Tokenizer:
         self.truncate = truncate
         self.sentences = sentences
         self.spelling = spelling
+        self.negation_phrases = negation_phrases
         self._ids = ids
 
     @classmethod
@@ -153,6 +175,7 @@ class Tokenizer:
         truncate: str = "tail",
         sentences: bool = False,
         spelling: int = 0,
+        negation_phrases: bool = False,
     ) -> Tokenizer:
         """A tokenizer for a ``vocabulary.txt`` as training writes it (one token per line).
 
@@ -164,27 +187,32 @@ class Tokenizer:
             [[2, 2, 1]]
         """
         vocabulary = Path(path).read_text(encoding="utf-8").split("\n")
-        return cls(vocabulary, sequence_length, truncate, sentences, spelling)
+        return cls(vocabulary, sequence_length, truncate, sentences, spelling, negation_phrases)
 
-    def words(self, text: str | bytes) -> list[str]:
+    def words(self, text: str | bytes, as_typed: bool = False) -> list[str]:
         """All words of ``text`` after standardization, before truncation (invalid UTF-8 in
-        ``bytes`` input shows as U+FFFD).
+        ``bytes`` input shows as U+FFFD); ``as_typed``: without reading "far from" as "far
+        not" (``negation_phrases``), in the same places.
 
         Example:
             >>> Tokenizer(["", "[UNK]"], 4).words("Rock'n'roll\\u00a0ÉTÉ… <BR/>x\\x1cy")
             ['rocknroll\\xa0ÉtÉ…', 'x', 'y']
+            >>> Tokenizer(["", "[UNK]"], 4, "head", True, negation_phrases=True).words("far from it")
+            ['far', 'not', 'it']
         """
-        words = standardize(text, self.sentences).split()
+        phrases = self.negation_phrases and not as_typed
+        words = standardize(text, self.sentences, phrases).split()
         return [word.decode("utf-8", "replace") for word in words]
 
-    def kept_words(self, text: str | bytes) -> list[str]:
-        """The words the model reads: :meth:`words` cut to ``sequence_length`` at the kept end.
+    def kept_words(self, text: str | bytes, as_typed: bool = False) -> list[str]:
+        """The words the model reads: :meth:`words` (``as_typed`` or not) cut to
+        ``sequence_length`` at the kept end.
 
         Example:
             >>> Tokenizer(["", "[UNK]"], 2).kept_words("a b c")
             ['b', 'c']
         """
-        words = self.words(text)
+        words = self.words(text, as_typed)
         if len(words) <= self.sequence_length:
             return words
         tail = self.truncate == "tail"
@@ -212,11 +240,11 @@ class Tokenizer:
         length = self.sequence_length
         lookup = self._ids.__getitem__
         tail = self.truncate == "tail"
-        sentences = self.sentences
+        sentences, phrases = self.sentences, self.negation_phrases
         flat: list[int] = []
         counts: list[int] = []
         for text in texts:
-            data = standardize(text, sentences)
+            data = standardize(text, sentences, phrases)
             # Split off at most `length` words from the kept end: the rest stays one piece.
             words = data.rsplit(None, length) if tail else data.split(None, length)
             if len(words) > length:

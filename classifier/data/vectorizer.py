@@ -2,7 +2,9 @@
 reads its input through (:class:`ReviewVectorizer`); ``classifier.data.tokenizer`` gives the same
 ids without TensorFlow. Reviews are standardized by :func:`standardize_review`, or with
 ``data.sentences`` by :func:`standardize_sentences`, which keeps each sentence's end as a ``.``
-token and each comma as ``,`` (:mod:`classifier.config.negation`); with ``data.spelling`` a
+token and each comma as ``,`` (:mod:`classifier.config.negation`), and with
+``data.negation_phrases`` too by :func:`standardize_negation_phrases` ("far from" reads as "far
+not"); with ``data.spelling`` a
 short input's misspelt words read as known ones (:mod:`classifier.data.spelling`).
 
 Example:
@@ -15,13 +17,24 @@ from __future__ import annotations
 
 import re
 import string
+from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
 
-from classifier.config.negation import CLAUSE_END, FIRST_ID, SENTENCE_END, reserved_words
+from classifier.config.negation import (
+    CLAUSE_END,
+    FIRST_ID,
+    NEGATION_PHRASES,
+    NEGATIONS,
+    SENTENCE_END,
+    reserved_words,
+)
 from classifier.data.spelling import EDIT_LETTERS, MAX_LETTERS, SPELLED_WORD, check_spelling
 from classifier.data.tokenizer import OOV_ID
+
+if TYPE_CHECKING:
+    from classifier.config.schema import DataConfig
 
 _BREAK_TAG = r"<br\s*/?>"
 _PUNCTUATION = "[" + re.escape(string.punctuation.replace("'", "")) + "]"
@@ -77,6 +90,22 @@ def standardize_sentences(text: tf.Tensor) -> tf.Tensor:
 
 
 @keras.saving.register_keras_serializable(package="classifier")
+def standardize_negation_phrases(text: tf.Tensor) -> tf.Tensor:
+    """:func:`standardize_sentences`, then the second word of each two-word negation
+    (:data:`~classifier.config.negation.NEGATION_PHRASES`) becomes ``not``, so that a negation's
+    scope follows it; the words keep their number and places.
+
+    Example:
+        >>> standardize_negation_phrases(tf.constant("Far from perfect, anything but dull"))
+        <tf.Tensor: ... numpy=b'far not perfect , anything not dull'>
+    """
+    text = standardize_sentences(text)
+    for first, second in NEGATION_PHRASES:
+        text = tf.strings.regex_replace(text, rf"\b({first} +){second}\b", rf"\1{NEGATIONS[0]}")
+    return text
+
+
+@keras.saving.register_keras_serializable(package="classifier")
 class ReviewVectorizer(keras.layers.Layer):
     """Raw review strings to fixed-length token ids, keeping the head or the tail of long reviews.
 
@@ -85,7 +114,8 @@ class ReviewVectorizer(keras.layers.Layer):
     ``"tail"`` the last ones (as Keras' pre-tokenized IMDB does). Id 0 is padding, 1 is
     out-of-vocabulary; padding always goes at the end. With ``sentences`` it standardizes with
     :func:`standardize_sentences`, and ``adapt`` puts ``reserved_words()`` at ids 2, 3, ...
-    (``classifier.config.negation.scope_ids``), the adapted words after them. With
+    (``classifier.config.negation.scope_ids``), the adapted words after them; with
+    ``negation_phrases`` as well, by :func:`standardize_negation_phrases`. With
     ``spelling``, an input of fewer words reads a misspelt word as the vocabulary word it most
     likely is (:mod:`classifier.data.spelling`).
 
@@ -96,6 +126,8 @@ class ReviewVectorizer(keras.layers.Layer):
         vocabulary: optional word list (without padding and OOV) instead of ``adapt``, taken
             as it is.
         sentences: keep sentence ends as ``.`` and the reserved words at fixed ids.
+        negation_phrases: with ``sentences``, read "far from", "anything but" and "nowhere
+            near" as "far not", "anything not", "nowhere not".
         spelling: inputs of fewer words than this have their out-of-vocabulary words of
             letters corrected (:func:`~classifier.data.spelling.nearest`); 0: none are. At
             most ``sequence_length``.
@@ -128,6 +160,7 @@ class ReviewVectorizer(keras.layers.Layer):
         vocabulary: list[str] | None = None,
         sentences: bool = False,
         spelling: int = 0,
+        negation_phrases: bool = False,
         **kwargs,
     ):
         # Strings in, ids out: no float math, so no mixed-precision policy (as saved, too).
@@ -138,15 +171,22 @@ class ReviewVectorizer(keras.layers.Layer):
             raise ValueError(
                 f"vocab_size must be at least {least} with sentences, got {vocab_size}"
             )
+        if negation_phrases and not sentences:
+            raise ValueError("negation_phrases standardizes sentences: set sentences too")
         check_spelling(spelling, sequence_length)
         self.vocab_size = vocab_size
         self.sequence_length = sequence_length
         self.truncate = truncate
         self.sentences = sentences
         self.spelling = spelling
+        self.negation_phrases = negation_phrases
+        if negation_phrases:
+            self.standardize = standardize_negation_phrases
+        else:
+            self.standardize = standardize_sentences if sentences else standardize_review
         self.text_vectorization = keras.layers.TextVectorization(
             max_tokens=vocab_size,
-            standardize=standardize_sentences if sentences else standardize_review,
+            standardize=self.standardize,
             output_mode="int",
             name="text_vectorization",
         )
@@ -154,6 +194,26 @@ class ReviewVectorizer(keras.layers.Layer):
             # set_vocabulary fills the lookup table now; the constructor argument would leave
             # it uninitialised when the layer is first called symbolically.
             self.text_vectorization.set_vocabulary(vocabulary)
+
+    @classmethod
+    def for_data(cls, data: DataConfig, vocabulary: list[str] | None = None) -> ReviewVectorizer:
+        """The vectorizer that ``data`` (a ``DataConfig``) describes, with ``vocabulary`` (the
+        words after padding and OOV) or none yet (``adapt`` then).
+
+        Example:
+            >>> from classifier.config.schema import DataConfig
+            >>> ReviewVectorizer.for_data(DataConfig(sequence_length=4), ["good"]).sequence_length
+            4
+        """
+        return cls(
+            data.vocab_size,
+            data.sequence_length,
+            data.truncate,
+            vocabulary,
+            sentences=data.sentences,
+            spelling=data.spelling,
+            negation_phrases=data.negation_phrases,
+        )
 
     def adapt(self, texts: tf.data.Dataset) -> None:
         """Build the vocabulary from a dataset of string batches (with ``sentences``, the
@@ -189,9 +249,8 @@ class ReviewVectorizer(keras.layers.Layer):
         :func:`~classifier.data.spelling.nearest` computes. Only the short inputs are split
         again (a review's row of ids is as long as its words)."""
         rows = tf.where(ragged.row_lengths() < self.spelling)[:, 0]
-        standardize = standardize_sentences if self.sentences else standardize_review
         # TextVectorization's split: the same words as the short rows' ids
-        words = tf.strings.split(standardize(tf.gather(texts, rows))).flat_values
+        words = tf.strings.split(self.standardize(tf.gather(texts, rows))).flat_values
         short = tf.gather(ragged, rows)
         # each short word's place among all the ids: its row's start plus its place in the row
         within = tf.range(tf.size(words, tf.int64)) - tf.gather(
@@ -222,6 +281,7 @@ class ReviewVectorizer(keras.layers.Layer):
             truncate=self.truncate,
             sentences=self.sentences,
             spelling=self.spelling,
+            negation_phrases=self.negation_phrases,
         )
         return config
 

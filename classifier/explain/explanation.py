@@ -158,13 +158,19 @@ def explain_text(
     tokenizer = view.tokenizer
     words = tokenizer.words(text)
     kept = tokenizer.kept_words(text)
+    typed = tokenizer.kept_words(text, as_typed=True)  # "far from", where kept reads "far not"
     read_as = [tokenizer.vocabulary[int(i)] for i in token_ids[:count]]
     if len(kept) != count:  # never expected; fall back to the vocabulary's spelling
         kept = read_as
-    # a misspelt word read as a known one (data.spelling) shows both: "wonedrful (wonderful)"
+    if len(typed) != len(kept):
+        typed = kept
+    # a misspelt word read as a known one (data.spelling) shows both: "wonedrful (wonderful)";
+    # so does a two-word negation's second word (data.negation_phrases): "from (not)"
     kept = [
-        f"{word} ({known})" if int(i) > OOV_ID and not tokenizer.knows(word) else word
-        for word, known, i in zip(kept, read_as, token_ids[:count], strict=True)
+        f"{shown} ({known})"
+        if shown != word or (int(i) > OOV_ID and not tokenizer.knows(word))
+        else word
+        for shown, word, known, i in zip(typed, kept, read_as, token_ids[:count], strict=True)
     ]
     return Explanation(
         source=source,

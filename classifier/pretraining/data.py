@@ -125,14 +125,7 @@ def pretrain_vectorizer(
         smaller = dataclasses.replace(data, vocab_size=data.vocab_size - len(reserved))
         adapted = build_vectorizer(smaller, texts.map(lambda text: (text, 0)))
         vocabulary = adapted.get_vocabulary() + reserved
-    return ReviewVectorizer(
-        data.vocab_size,
-        data.sequence_length,
-        data.truncate,
-        vocabulary[2:],
-        sentences=data.sentences,
-        spelling=data.spelling,
-    )
+    return ReviewVectorizer.for_data(data, vocabulary[2:])
 
 
 def make_pretrain_datasets(

@@ -59,14 +59,7 @@ class PretrainedEncoder:
 
     def vectorizer(self, data: DataConfig) -> ReviewVectorizer:
         """The classifier's vectorizer with this vocabulary (nothing is adapted)."""
-        return ReviewVectorizer(
-            data.vocab_size,
-            data.sequence_length,
-            data.truncate,
-            self.vocabulary[2:],
-            sentences=data.sentences,
-            spelling=data.spelling,
-        )
+        return ReviewVectorizer.for_data(data, self.vocabulary[2:])
 
     def copy_into(self, model: keras.Model) -> None:
         """Set the ``embedding`` and ``encoder`` weights of a classifier to this encoder's."""

@@ -60,8 +60,7 @@ from classifier.serving.litert_engine import (
     FORMAT_VERSION,
     MANIFEST,
     MODEL_FILE,
-    SENTENCES_STANDARDIZATION,
-    STANDARDIZATION,
+    STANDARDIZATIONS,
     VOCABULARY_FILE,
     BundleModel,
     file_digest,
@@ -84,6 +83,7 @@ PROBES = [
     "“great” ‘movie’ — … a–b a’b ¡hola! «the»",
     "a\xa0b a\u3000b a\u200bb \ufeffthe 😀 a😀b",
     "1,000 10/10 <i>great</i> &amp;quot; x_y a-b \\ [UNK]",
+    "Anything but dull, FAR  from it; nowhere near-perfect far_from anythingbut far\tfrom",
 ]
 
 
@@ -129,7 +129,7 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
         "variant": variant.name if variant else None,
         "sequence_length": int(vectorizer.sequence_length),
         "truncate": vectorizer.truncate,
-        "standardization": SENTENCES_STANDARDIZATION if vectorizer.sentences else STANDARDIZATION,
+        "standardization": standardization_of(vectorizer),
         **({"spelling": int(vectorizer.spelling)} if vectorizer.spelling else {}),
         "vocab_size": len(vocabulary),
         "num_classes": num_classes,
@@ -156,10 +156,18 @@ def write_bundle(end_to_end_model: keras.Model, folder: Path) -> Path:
     return folder
 
 
+def standardization_of(vectorizer: ReviewVectorizer) -> str:
+    """The name of ``vectorizer``'s standardization in a bundle's manifest."""
+    kept = (vectorizer.sentences, vectorizer.negation_phrases)
+    return next(name for name, what in STANDARDIZATIONS.items() if what == kept)
+
+
 def _format_version(vectorizer: ReviewVectorizer, explain: dict | None) -> int:
     """The oldest :data:`FORMAT_VERSION` that holds what this bundle needs read."""
+    if vectorizer.negation_phrases:
+        return FORMAT_VERSION  # 4
     if (explain or {}).get("ngrams", {}).get("opening_contrast"):
-        return FORMAT_VERSION  # 3
+        return 3
     return 2 if vectorizer.spelling else 1
 
 

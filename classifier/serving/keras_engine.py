@@ -211,6 +211,7 @@ def tokenizer_twin(vectorizer: ReviewVectorizer) -> Tokenizer:
         vectorizer.truncate,
         sentences=vectorizer.sentences,
         spelling=vectorizer.spelling,
+        negation_phrases=vectorizer.negation_phrases,
     )
 
 

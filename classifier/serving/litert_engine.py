@@ -62,8 +62,9 @@ from classifier.serving.interpreters import ResizedInterpreter
 BUNDLE_FORMAT = "imdb-classifier-litert-bundle"
 #: The newest format this module reads and writes: 2 adds ``"spelling"`` (the tokenizer's, as
 #: ``ReviewVectorizer``'s), 3 the explain parts' ``"opening_contrast"`` (a reader of 2 would
-#: explain such a bag without it); a bundle is written in the oldest version that holds it.
-FORMAT_VERSION = 3
+#: explain such a bag without it), 4 :data:`NEGATION_PHRASES_STANDARDIZATION`; a bundle is
+#: written in the oldest version that holds it.
+FORMAT_VERSION = 4
 #: The standardization that :func:`classifier.data.tokenizer.standardize` reproduces: that of
 #: ``classifier.data.vectorizer.standardize_review`` (ASCII lower-casing, control characters and
 #: ``<br />`` to spaces, apostrophes dropped, other ASCII punctuation to spaces). A change to
@@ -71,6 +72,14 @@ FORMAT_VERSION = 3
 STANDARDIZATION = "imdb-review-v1"
 #: The same with ``data.sentences`` (``standardize_sentences``): sentence ends kept as ``.``.
 SENTENCES_STANDARDIZATION = STANDARDIZATION + "-sentences"
+#: The same with ``data.negation_phrases`` (``standardize_negation_phrases``): "far not".
+NEGATION_PHRASES_STANDARDIZATION = SENTENCES_STANDARDIZATION + "-negation-phrases"
+#: Each standardization by what it keeps: (sentences, negation_phrases).
+STANDARDIZATIONS = {
+    STANDARDIZATION: (False, False),
+    SENTENCES_STANDARDIZATION: (True, False),
+    NEGATION_PHRASES_STANDARDIZATION: (True, True),
+}
 #: The folder a run logs its bundle under (``runs:/RUN_ID/bundle``), and the bundle's manifest.
 BUNDLE_DIR = "bundle"
 MANIFEST = "bundle.json"
@@ -98,6 +107,8 @@ class BundleInfo:
     sentences: bool = False
     #: Inputs of fewer words read a misspelt word as a known one (``Tokenizer``'s ``spelling``).
     spelling: int = 0
+    #: "far from" read as "far not" (:data:`NEGATION_PHRASES_STANDARDIZATION`).
+    negation_phrases: bool = False
 
 
 class BundleModel:
@@ -242,7 +253,12 @@ def load_bundle(path: str | Path, num_threads: int | None = None) -> BundleModel
     try:
         vocabulary = contents[VOCABULARY_FILE].decode("utf-8").split("\n")
         tokenizer = Tokenizer(
-            vocabulary, info.sequence_length, info.truncate, info.sentences, info.spelling
+            vocabulary,
+            info.sequence_length,
+            info.truncate,
+            info.sentences,
+            info.spelling,
+            info.negation_phrases,
         )
     except (UnicodeDecodeError, ValueError) as error:
         raise ModelError(f"{shown}: bad {VOCABULARY_FILE} ({first_line(error)})") from None
@@ -286,11 +302,12 @@ def _read_manifest(folder: Path, shown: str) -> dict:
 
 def _info(manifest: dict, shown: str) -> BundleInfo:
     standardization = manifest.get("standardization")
-    if standardization not in (STANDARDIZATION, SENTENCES_STANDARDIZATION):
+    if standardization not in STANDARDIZATIONS:
         raise ModelError(
             f"{shown}: standardization {standardization!r}; this tokenizer implements "
-            f"{STANDARDIZATION!r} and {SENTENCES_STANDARDIZATION!r}"
+            + ", ".join(map(repr, STANDARDIZATIONS))
         )
+    sentences, negation_phrases = STANDARDIZATIONS[standardization]
     try:
         labels = tuple(str(label) for label in manifest["labels"])
         info = BundleInfo(
@@ -301,8 +318,9 @@ def _info(manifest: dict, shown: str) -> BundleInfo:
             variant=manifest.get("variant"),
             files=dict(manifest.get("files") or {}),
             explain=manifest.get("explain") or None,
-            sentences=standardization == SENTENCES_STANDARDIZATION,
+            sentences=sentences,
             spelling=int(manifest.get("spelling", 0)),
+            negation_phrases=negation_phrases,
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ModelError(f"{shown}: {MANIFEST} lacks or mangles {first_line(error)}") from None

@@ -159,14 +159,7 @@ def _start(cfg: Config, checkpoint: Path | None, workdir: Path, echo) -> RunStat
     encoder = starting_point(cfg) if not checkpoint or cfg.train.refit else None
     if checkpoint:
         vocabulary = (checkpoint / "vocabulary.txt").read_text().split("\n")[2:]
-        vectorizer = ReviewVectorizer(
-            cfg.data.vocab_size,
-            cfg.data.sequence_length,
-            cfg.data.truncate,
-            vocabulary,
-            sentences=cfg.data.sentences,
-            spelling=cfg.data.spelling,
-        )
+        vectorizer = ReviewVectorizer.for_data(cfg.data, vocabulary)
     elif encoder:
         vectorizer = encoder.vectorizer(cfg.data)
     else:

@@ -59,14 +59,7 @@ class TrainedClassifier:
 
     def vectorizer(self, data: DataConfig) -> ReviewVectorizer:
         """The new classifier's vectorizer with the trained model's vocabulary."""
-        return ReviewVectorizer(
-            data.vocab_size,
-            data.sequence_length,
-            data.truncate,
-            self.vocabulary[2:],
-            sentences=data.sentences,
-            spelling=data.spelling,
-        )
+        return ReviewVectorizer.for_data(data, self.vocabulary[2:])
 
     def copy_into(self, model: keras.Model) -> None:
         """Copy every layer of the trained classifier that fits ``model`` (same name, same

@@ -176,7 +176,7 @@ def test_empty_or_malformed_values_are_usage_errors(tmp_path, monkeypatch, args,
             ["data", "--set", "data.foo=1"],
             "classify: error: unknown config key 'data.foo'; data takes batch_size, "
             "bucket_by_length, data_dir, download, extra, extra_label_map, label_field, label_map, "
-            "labels, phrases, "
+            "labels, negation_phrases, phrases, "
             "sentences, sequence_length, source, spelling, test, test_fraction, test_size, "
             "text_field, "
             "train_size, truncate, "

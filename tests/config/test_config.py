@@ -406,6 +406,11 @@ def test_module_examples_run():
             "model.variant='attention' has none (set them to 0 and 1)",
         ),
         (
+            ["data.negation_phrases=true"],
+            "data.negation_phrases reads 'far from' as 'far not' in the standardization that "
+            "data.sentences=true chooses: set it too",
+        ),
+        (
             ["data.sentences=true", "data.vocab_size=20"],
             "data.vocab_size must be at least 41 with data.sentences (padding, OOV, 38 "
             "punctuation and scope words, one word), got 20",

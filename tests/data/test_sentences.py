@@ -105,6 +105,19 @@ def test_a_sentences_vectorizer_saves_and_loads_in_keras_format(cfg, tmp_path):
     assert (loaded(texts).numpy() == 2).sum() == 6
 
 
+def test_the_data_config_builds_the_vectorizer_it_describes(fixture_overrides):
+    settings = ["data.sentences=true", "data.spelling=5", "data.negation_phrases=true"]
+    data = load_config(None, [*fixture_overrides, *settings]).data
+    vectorizer = ReviewVectorizer.for_data(data, [*reserved_words(), "far", "dull"])
+    config = vectorizer.get_config()
+    assert (config["vocab_size"], config["sequence_length"], config["truncate"]) == (
+        data.vocab_size, data.sequence_length, data.truncate
+    )  # fmt: skip
+    assert (config["sentences"], config["spelling"], config["negation_phrases"]) == (True, 5, True)
+    far, dull = RESERVED + 2, RESERVED + 3  # "not" is at 4, "from" unknown
+    assert vectorizer(tf.constant(["Far from dull"])).numpy()[0, :3].tolist() == [far, 4, dull]
+
+
 def test_review_lengths_count_sentence_ends_with_sentences():
     dataset = tf.data.Dataset.from_tensor_slices((["A b. C!", "x"], [1, 0]))
     assert review_lengths(dataset) == ([3, 1], [1, 0])

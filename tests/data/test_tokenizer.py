@@ -1,5 +1,6 @@
 """The TensorFlow-free tokenizer against ``ReviewVectorizer`` on adversarial strings and bytes,
-with and without sentence ends (``sentences``)."""
+in each standardization: reviews, sentence ends kept (``sentences``), and two-word negations read
+as ``not`` as well (``negation_phrases``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ import tensorflow as tf
 
 from classifier.config.negation import reserved_words
 from classifier.data.tokenizer import Tokenizer, standardize
-from classifier.data.vectorizer import ReviewVectorizer, standardize_review, standardize_sentences
+from classifier.data.vectorizer import (
+    ReviewVectorizer,
+    standardize_negation_phrases,
+    standardize_review,
+    standardize_sentences,
+)
 from tests.conftest import ROOT
 
 WORDS = [
@@ -24,7 +30,7 @@ WORDS = [
     "straße", "strasse", "STRAẞE", "ǆ", "ǅ", "film", "ﬁlm", "café", "cafe\u0301", "CAFE\u0301",
     "naïve", "NAÏVE", "😀", "a😀b", "👍🏽", "a\xa0b", "a\u3000b", "a\u2003b", "a\u200bb",
     "\ufeffthe", "a’b", "“great”", "‘movie’", "—", "…", "a–b", "a…b", "¡hola", "¿que", "«the»",
-    "a´b", "hola",
+    "a´b", "hola", "anything", "far", "nowhere", "not", "but", "from", "near",
 ]  # fmt: skip
 
 CASES = [
@@ -44,6 +50,11 @@ CASES = [
     "Not bad... at ALL!<br />Great; really", "a . ! ; b?: c", "a.'.b", "a'.'b", "x:)y", ".",
     " . ", "end.<br /><br />Start", "end. <br/> . start", "7.5/10", "a.\xa0.b", "a.\x85!b",
     "a.\u2028?b", "a!\t?\n.b", "<br/>.<br>!", "a.-.b", "a..,..b", "Wow!!!:-) ok?!", "..." * 100,
+    # Two-word negations: cased, spaced, split by punctuation, inside other words, repeated.
+    "Anything but dull", "FAR  from it", "nowhere\tnear as good", "far, from", "far.from",
+    "faraway from", "far fromage", "far_from", "anything-but", "anything but but", "far from far from",
+    "far\xa0from", "far\u3000from", "far\x85from", "far<br />from", "far's from", "far 'from",
+    "nowhere near near", "not far from", "anything\u0301 but", "café far from",
 ]  # fmt: skip
 
 # Invalid UTF-8 as TFDS or a file can hold it: lone continuation bytes, cut sequences, overlong
@@ -59,10 +70,11 @@ PIECES = [
     "a", "B", "the", "MOVIE", "é", "É", "Σ", "σ", "ß", "'", "’", "<br />", "<BR/>", "<br", "/>",
     "<", ">", " ", "  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "\x85",
     "\x9f", "\xa0", "\u2028", "\u2029", "\u3000", "\u0301", "😀", ".", ",", "!", "-", "…", "“",
-    "?", ";", ":", "...",
+    "?", ";", ":", "...", "far", "FROM", "anything", "but", "nowhere", "near", "_",
 ]  # fmt: skip
 BYTE_PIECES = [b"a", b"B", b" ", b"'", b"<br", b"/>", b"\xc2", b"\xe2", b"\x80", b"\x85", b"\xa8"]
 BYTE_PIECES += [b"\xff", b"\xc3", b"\x89", b"\x00", b"\t", b".", b"!", b";", b"?:"]
+BYTE_PIECES += [b"far", b"from", b"anything ", b"but "]
 
 
 def fuzz() -> tuple[list[str], list[bytes]]:
@@ -78,16 +90,34 @@ ALL_TEXTS = CASES + FUZZ_TEXTS
 ALL_BYTES = BYTE_CASES + FUZZ_BYTES + [text.encode() for text in ALL_TEXTS]
 
 
-#: TensorFlow's standardization with and without sentence ends.
-STANDARDIZE = {False: standardize_review, True: standardize_sentences}
+#: The standardizations: what each keeps (sentences, negation_phrases) and TensorFlow's function.
+MODES = {
+    "reviews": ((False, False), standardize_review),
+    "sentences": ((True, False), standardize_sentences),
+    "negation_phrases": ((True, True), standardize_negation_phrases),
+}
 
 
-def vectorizer(sequence_length: int, truncate: str, sentences: bool = False) -> ReviewVectorizer:
-    """A vectorizer of WORDS; with ``sentences``, the reserved words first, as ``adapt`` puts them."""
+def vectorizer(sequence_length: int, truncate: str, mode: str = "reviews") -> ReviewVectorizer:
+    """A vectorizer of WORDS; with sentences, the reserved words first, as ``adapt`` puts them."""
     words = WORDS
+    (sentences, phrases), _ = MODES[mode]
     if sentences:
         words = reserved_words() + [word for word in WORDS if word not in reserved_words()]
-    return ReviewVectorizer(len(words) + 2, sequence_length, truncate, words, sentences)
+    return ReviewVectorizer(
+        len(words) + 2, sequence_length, truncate, words, sentences, negation_phrases=phrases
+    )
+
+
+def tokenizer_for(reference: ReviewVectorizer) -> Tokenizer:
+    """The tokenizer of ``reference``'s vocabulary and settings."""
+    return Tokenizer(
+        reference.get_vocabulary(),
+        reference.sequence_length,
+        reference.truncate,
+        reference.sentences,
+        negation_phrases=reference.negation_phrases,
+    )
 
 
 def mismatches(expected, actual, inputs) -> list:
@@ -95,29 +125,30 @@ def mismatches(expected, actual, inputs) -> list:
     return [(text, e, a) for text, e, a in zip(inputs, expected, actual, strict=True) if e != a]
 
 
-@pytest.mark.parametrize("sentences", [False, True])
-def test_standardize_gives_the_bytes_of_tensorflow(sentences):
+@pytest.mark.parametrize("mode", MODES)
+def test_standardize_gives_the_bytes_of_tensorflow(mode):
+    (sentences, phrases), tensorflow = MODES[mode]
     for inputs in (ALL_TEXTS, ALL_BYTES):
-        expected = STANDARDIZE[sentences](tf.constant(inputs)).numpy().tolist()
-        actual = [standardize(text, sentences) for text in inputs]
+        expected = tensorflow(tf.constant(inputs)).numpy().tolist()
+        actual = [standardize(text, sentences, phrases) for text in inputs]
         assert mismatches(expected, actual, inputs) == []
 
 
-@pytest.mark.parametrize("sentences", [False, True])
-def test_words_are_those_tensorflow_splits(sentences):
-    tokenizer = Tokenizer(vectorizer(8, "tail", sentences).get_vocabulary(), 8, "tail", sentences)
+@pytest.mark.parametrize("mode", MODES)
+def test_words_are_those_tensorflow_splits(mode):
+    tokenizer = tokenizer_for(vectorizer(8, "tail", mode))
     for inputs in (ALL_TEXTS, ALL_BYTES):
-        split = tf.strings.split(STANDARDIZE[sentences](tf.constant(inputs))).to_list()
+        split = tf.strings.split(MODES[mode][1](tf.constant(inputs))).to_list()
         expected = [[word.decode("utf-8", "replace") for word in row] for row in split]
         assert mismatches(expected, [tokenizer.words(text) for text in inputs], inputs) == []
 
 
-@pytest.mark.parametrize("sentences", [False, True])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("truncate", ["tail", "head"])
 @pytest.mark.parametrize("sequence_length", [1, 5, 64])
-def test_every_id_equals_review_vectorizer(truncate, sequence_length, sentences):
-    reference = vectorizer(sequence_length, truncate, sentences)
-    tokenizer = Tokenizer(reference.get_vocabulary(), sequence_length, truncate, sentences)
+def test_every_id_equals_review_vectorizer(truncate, sequence_length, mode):
+    reference = vectorizer(sequence_length, truncate, mode)
+    tokenizer = tokenizer_for(reference)
     for inputs in (ALL_TEXTS, ALL_BYTES):
         expected = reference(tf.constant(inputs)).numpy()
         actual = tokenizer.encode(inputs)
@@ -140,7 +171,7 @@ def test_sentence_ends_are_one_dot_each_commas_one_comma_and_other_punctuation_g
     ends = b"not bad . at all . great . really . dont .  sigh    . end , so , "
     assert standardize(text, sentences=True) == ends
     assert standardize(text) == b"not bad    at all  great  really   dont   sigh     end    so "
-    tokenizer = Tokenizer(vectorizer(18, "head", sentences=True).get_vocabulary(), 18, "head", True)
+    tokenizer = tokenizer_for(vectorizer(18, "head", "sentences"))
     assert tokenizer.words(text) == [word.decode() for word in ends.split()]
     assert tokenizer.kept_words("a. b! c") == ["a", ".", "b", ".", "c"]
     vocabulary = tokenizer.vocabulary
@@ -148,6 +179,32 @@ def test_sentence_ends_are_one_dot_each_commas_one_comma_and_other_punctuation_g
     great = vocabulary.index("great")
     ids = [4, 1, 2, 1, 1, 2, great, 2, 1, 2, 15, 2, 1, 2, 1, 3, 1, 3]
     assert tokenizer.encode([text]).tolist() == [ids]
+
+
+def test_two_word_negations_read_their_second_word_as_not_in_its_place():
+    text = "Anything but dull, FAR  from it; far, from. Faraway from nowhere near-perfect"
+    read = "anything not dull , far  not it . far , from . faraway from nowhere not perfect"
+    assert standardize(text, True, negation_phrases=True) == read.encode()
+    assert (
+        standardize(text, True)
+        == read.replace("not", "but", 1)
+        .replace("far  not", "far  from")
+        .replace("nowhere not", "nowhere near")
+        .encode()
+    )
+    tokenizer = tokenizer_for(vectorizer(18, "head", "negation_phrases"))
+    assert tokenizer.words(text) == read.split()
+    typed = tokenizer.kept_words(text, as_typed=True)
+    assert [(a, b) for a, b in zip(typed, tokenizer.kept_words(text), strict=True) if a != b] == [
+        ("but", "not"),
+        ("from", "not"),
+        ("near", "not"),
+    ]
+    not_id = tokenizer.vocabulary.index("not")
+    assert tokenizer.encode(["far from"]).tolist()[0][:2] == [
+        tokenizer.vocabulary.index("far"),
+        not_id,
+    ]
 
 
 def test_non_ascii_case_and_unicode_spaces_are_kept():
@@ -190,13 +247,23 @@ def test_bad_arguments_are_refused(vocabulary, sequence_length, truncate, messag
         Tokenizer(vocabulary, sequence_length, truncate)
 
 
-@pytest.mark.parametrize("sentences", [False, True])
-def test_from_file_reads_the_vocabulary_training_writes(tmp_path, sentences):
-    reference = vectorizer(12, "tail", sentences)
+def test_negation_phrases_need_sentences():
+    message = "negation_phrases standardizes sentences: set sentences too"
+    with pytest.raises(ValueError, match=message):
+        Tokenizer(["", "[UNK]", "a"], 4, negation_phrases=True)
+    with pytest.raises(ValueError, match=message):
+        ReviewVectorizer(10, 4, vocabulary=["a"], negation_phrases=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_from_file_reads_the_vocabulary_training_writes(tmp_path, mode):
+    (sentences, phrases), _ = MODES[mode]
+    reference = vectorizer(12, "tail", mode)
     path = tmp_path / "vocabulary.txt"
     path.write_text("\n".join(reference.get_vocabulary()), encoding="utf-8")  # as train.py
-    tokenizer = Tokenizer.from_file(path, 12, sentences=sentences)
+    tokenizer = Tokenizer.from_file(path, 12, sentences=sentences, negation_phrases=phrases)
     assert tokenizer.vocabulary == reference.get_vocabulary() and tokenizer.sentences is sentences
+    assert tokenizer.negation_phrases is phrases
     expected = reference(tf.constant(CASES)).numpy()
     np.testing.assert_array_equal(tokenizer.encode(CASES), expected)
 

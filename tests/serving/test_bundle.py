@@ -352,6 +352,33 @@ def test_a_model_that_corrects_spelling_serves_misspelt_words_as_keras_reads_the
         assert explained.in_vocabulary == [True, True, False, True]  # "was": not among WORDS
 
 
+def test_a_model_that_reads_negation_phrases_serves_and_explains_them_as_keras_does(tmp_path):
+    words = ["far", "anything", "nowhere", "near", "from", "but"]
+    vectorizer = ReviewVectorizer(
+        2 + len(reserved_words()) + len(WORDS) + 4, SEQUENCE_LENGTH,
+        vocabulary=reserved_words() + WORDS + words[:4], sentences=True, negation_phrases=True,
+    )  # fmt: skip
+    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
+    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
+    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
+    folder = write_bundle(model, tmp_path / "bundle")  # checks the ids on the probes
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["format_version"] == 4
+    assert manifest["standardization"] == "imdb-review-v1-sentences-negation-phrases"
+    bundle = load_bundle(folder)
+    typed = ["The plot was far from dull", "anything but great", "nowhere near as great"]
+    read = ["The plot was far not dull", "anything not great", "nowhere not as great"]
+    for tokenizer in (bundle.tokenizer, tokenizer_of(model), KerasView(model).tokenizer):
+        assert tokenizer.negation_phrases is True
+        np.testing.assert_array_equal(tokenizer.encode(typed), tokenizer.encode(read))
+    np.testing.assert_allclose(predict_texts(bundle, typed), predict_texts(model, read), atol=1e-5)
+    for explained in (explain_text(bundle, typed[0]), explain_text(model, typed[0])):
+        assert explained.tokens == ["the", "plot", "was", "far", "from (not)", "dull"]
+    _rewrite_manifest(folder, format_version=3, standardization="imdb-review-v1-sentences")
+    far = bundle.tokenizer.vocabulary.index("far")
+    assert load_bundle(folder).tokenizer.encode(["far from"])[0, :2].tolist() == [far, 1]
+
+
 def test_a_classifier_that_needs_its_exact_length_is_refused(tmp_path):
     token_ids = keras.Input(shape=(SEQUENCE_LENGTH,), dtype="int64", name="token_ids")
     x = keras.layers.Embedding(len(WORDS) + 2, 4)(token_ids)
@@ -477,8 +504,8 @@ def test_a_bundle_json_that_is_not_one(attention_bundle, tmp_path):
 
 def test_a_newer_format_or_another_standardization(attention_bundle, tmp_path):
     folder = _copy(attention_bundle[1], tmp_path)
-    _rewrite_manifest(folder, format_version=4)
-    _refused(folder, "format version 4", "reads up to 3")
+    _rewrite_manifest(folder, format_version=5)
+    _refused(folder, "format version 5", "reads up to 4")
     _rewrite_manifest(folder, format_version=1, standardization="imdb-review-v2")
     _refused(folder, "standardization 'imdb-review-v2'")
     _rewrite_manifest(folder, standardization="imdb-review-v1", truncate="middle")

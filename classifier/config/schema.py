@@ -148,6 +148,7 @@ class TrainConfig:
     weight_decay: float = 0.0  # > 0: AdamW's decoupled weight decay (0: plain Adam)
     clipnorm: float | None = None  # clip each gradient to this L2 norm (null: no clipping)
     lazy_adam: bool = False  # bow, nbow: Adam moves each batch's kernel rows alone (XLA)
+    keep_checkpoint: bool = False  # a finished run keeps its last checkpoint (else deleted)
 
 
 @dataclass

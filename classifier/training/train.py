@@ -12,7 +12,8 @@ After every epoch a checkpoint (model with optimizer state, best weights, progre
 under ``checkpoint/``, then the epoch's metrics: one unit that no stop signal splits (Ctrl-C,
 SIGTERM and SIGHUP wait for it). A stop marks the run KILLED and a crash marks it FAILED; both
 keep the checkpoint, and ``train(..., resume=run_id)`` continues from it, logging any metric
-of a checkpointed epoch that a hard kill (SIGKILL) kept from the store. A run whose loss
+of a checkpointed epoch that a hard kill (SIGKILL) kept from the store. A run that finishes
+deletes it (nothing resumes a finished run) unless ``train.keep_checkpoint``. A run whose loss
 becomes NaN or infinite stops, is marked FAILED and registers nothing. With ``model.init_from`` the
 ``encoder`` variant starts from a pretrained encoder and its vocabulary
 (:mod:`classifier.pretraining.encoder_artifact`); the run is tagged with the pretraining run. While a run trains, a
@@ -52,6 +53,7 @@ from classifier.models.classifier import build_classifier
 from classifier.runs.datasets import log_datasets, run_datasets
 from classifier.runs.interrupts import deferred_interrupt
 from classifier.runs.lifecycle import (
+    CHECKPOINT_DIR,
     CheckpointCallback,
     Progress,
     log_run_inputs,
@@ -61,7 +63,7 @@ from classifier.runs.lifecycle import (
 )
 from classifier.runs.live import batch_progress, status
 from classifier.runs.precision import as_float32, device_note, precision_policy
-from classifier.runs.resume import PROGRESS_FILE
+from classifier.runs.resume import PROGRESS_FILE, drop_checkpoint
 from classifier.training.build import new_model
 from classifier.training.finish import TrainedRun, finish_run
 from classifier.training.ngram_features import fit_inputs
@@ -200,6 +202,8 @@ def _train(run: RunState, resume: str | None, tags, run_id: str | None) -> Train
         )
         _fit(run)
         result = _finish(run, run_id)
+    if not cfg.train.keep_checkpoint and (kept := drop_checkpoint(run_id, CHECKPOINT_DIR)):
+        echo(f"the finished run's checkpoint stays in its artefacts: {kept}")
     echo(_summary(cfg, result, len(run.raw.labels), run_id))
     return result
 

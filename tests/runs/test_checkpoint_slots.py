@@ -16,7 +16,7 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
-from classifier.runs.resume import log_checkpoint, newest_whole_checkpoint
+from classifier.runs.resume import drop_checkpoint, log_checkpoint, newest_whole_checkpoint
 
 EPOCHS = 3
 
@@ -132,3 +132,38 @@ def test_a_checkpoint_logged_before_the_slots_is_still_read(run_id, tmp_path):
     with mlflow.start_run(run_id=run_id):
         mlflow.log_artifacts(str(folder), "checkpoint")
     assert_is_epoch(newest_whole_checkpoint(run_id, "checkpoint", tmp_path / "resumed"), 2)
+
+
+def test_a_finished_runs_checkpoint_is_dropped_and_nothing_else(run_id, tmp_path):
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    checkpoint_epochs(run_id, folder, None, False)
+    with mlflow.start_run(run_id=run_id):
+        mlflow.log_text("kept", "config.yaml")
+    assert drop_checkpoint(run_id, "checkpoint") is None
+    assert [a.path for a in MlflowClient().list_artifacts(run_id)] == ["config.yaml"]
+    assert newest_whole_checkpoint(run_id, "checkpoint", tmp_path / "resumed") is None
+    assert drop_checkpoint(run_id, "checkpoint") is None  # nothing left: nothing to say
+
+
+def test_a_store_that_cannot_delete_keeps_the_checkpoint_and_says_why(
+    run_id, tmp_path, monkeypatch
+):
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    checkpoint_epochs(run_id, folder, None, False)
+
+    class ReadOnly:
+        def __init__(self, uri):
+            pass
+
+        def delete_artifacts(self, path):
+            raise PermissionError(f"[Errno 13] Permission denied: '{path}'")
+
+    import mlflow.store.artifact.artifact_repository_registry as registry
+
+    with monkeypatch.context() as patch:
+        patch.setattr(registry, "get_artifact_repository", ReadOnly)
+        why = drop_checkpoint(run_id, "checkpoint")
+    assert why == "PermissionError: [Errno 13] Permission denied: 'checkpoint'"
+    assert_is_epoch(newest_whole_checkpoint(run_id, "checkpoint", tmp_path / "resumed"), EPOCHS)

@@ -47,6 +47,7 @@ def refit_run(store, fixture_data_dir):
     ``(config, TrainResult, its printed lines)``."""
     lines: list[str] = []
     cfg = refit_config(fixture_data_dir, "imdb-refit-test", EXPERIMENT)
+    cfg.train.keep_checkpoint = True  # the chosen model, before the refit, is read from it
     return cfg, train(cfg, echo=lines.append), lines
 
 

@@ -151,7 +151,7 @@ def test_an_nbow_run_resumes_with_its_optimizers_state(
     goes on from them."""
     from classifier.config.schema import load_config
 
-    extra = [*variant, "train.epochs=4"]
+    extra = [*variant, "train.epochs=4", "train.keep_checkpoint=true"]  # read once finished
     cfg = load_config(None, [*overrides(fixture_data_dir, batch_size=16), *extra])
     real_epoch_end = training.EpochTracker.on_epoch_end
 

@@ -4,8 +4,8 @@ ids without TensorFlow. Reviews are standardized by :func:`standardize_review`, 
 ``data.sentences`` by :func:`standardize_sentences`, which keeps each sentence's end as a ``.``
 token and each comma as ``,`` (:mod:`classifier.config.negation`), and with
 ``data.negation_phrases`` too by :func:`standardize_negation_phrases` ("far from" reads as "far
-not"); with ``data.spelling`` a
-short input's misspelt words read as known ones (:mod:`classifier.data.spelling`).
+not"); with ``data.spelling`` a short input's misspelt words read as known ones
+(:mod:`classifier.data.spelling`).
 
 Example:
     >>> v = ReviewVectorizer(10, 3, "head", vocabulary=["not", "bad"])
@@ -126,11 +126,11 @@ class ReviewVectorizer(keras.layers.Layer):
         vocabulary: optional word list (without padding and OOV) instead of ``adapt``, taken
             as it is.
         sentences: keep sentence ends as ``.`` and the reserved words at fixed ids.
-        negation_phrases: with ``sentences``, read "far from", "anything but" and "nowhere
-            near" as "far not", "anything not", "nowhere not".
         spelling: inputs of fewer words than this have their out-of-vocabulary words of
             letters corrected (:func:`~classifier.data.spelling.nearest`); 0: none are. At
             most ``sequence_length``.
+        negation_phrases: with ``sentences``, read "far from", "anything but" and "nowhere
+            near" as "far not", "anything not", "nowhere not".
 
     Call arguments:
         texts: string tensor of shape (B,).

@@ -46,6 +46,10 @@ CONCESSIONS = ("although", "though")
 #: near as good"): with ``data.negation_phrases`` the second reads as ``not``, whose scope
 #: follows it. Not reserved words: the vocabulary's ids stay as they are.
 NEGATION_PHRASES = (("anything", "but"), ("far", "from"), ("nowhere", "near"))
+#: Each of them as a regular expression (the same in TensorFlow's RE2 and Python's ``re``), and
+#: what it is replaced by: its first word, its spaces, then ``not``.
+NEGATION_PHRASE_PATTERNS = tuple(rf"\b({first} +){second}\b" for first, second in NEGATION_PHRASES)
+NEGATION_PHRASE_READING = rf"\1{NEGATIONS[0]}"
 
 #: The first id after padding (0) and out-of-vocabulary (1).
 FIRST_ID = 2

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from classifier.config.negation import NEGATION_PHRASES, NEGATIONS
+from classifier.config.negation import NEGATION_PHRASE_PATTERNS, NEGATION_PHRASE_READING
 from classifier.data.spelling import check_spelling, nearest
 
 PADDING = ""  # id 0
@@ -72,11 +72,8 @@ _COMMA_RUN = re.compile(rb",[ ,]*")
 _OTHER_PUNCTUATION = _PUNCTUATION.replace(b".", b"").replace(b",", b"")
 _OTHER_PUNCTUATION_TO_SPACE = bytes.maketrans(_OTHER_PUNCTUATION, b" " * len(_OTHER_PUNCTUATION))
 # With negation_phrases: each two-word negation's second word becomes "not".
-_NEGATION_PHRASES = [
-    re.compile(rb"\b(" + first.encode("ascii") + rb" +)" + second.encode("ascii") + rb"\b")
-    for first, second in NEGATION_PHRASES
-]
-_NOT = rb"\1" + NEGATIONS[0].encode("ascii")
+_NEGATION_PHRASES = [re.compile(pattern.encode("ascii")) for pattern in NEGATION_PHRASE_PATTERNS]
+_NOT = NEGATION_PHRASE_READING.encode("ascii")
 
 
 def standardize(

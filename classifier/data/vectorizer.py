@@ -25,8 +25,8 @@ import tensorflow as tf
 from classifier.config.negation import (
     CLAUSE_END,
     FIRST_ID,
-    NEGATION_PHRASES,
-    NEGATIONS,
+    NEGATION_PHRASE_PATTERNS,
+    NEGATION_PHRASE_READING,
     SENTENCE_END,
     reserved_words,
 )
@@ -100,8 +100,8 @@ def standardize_negation_phrases(text: tf.Tensor) -> tf.Tensor:
         <tf.Tensor: ... numpy=b'far not perfect , anything not dull'>
     """
     text = standardize_sentences(text)
-    for first, second in NEGATION_PHRASES:
-        text = tf.strings.regex_replace(text, rf"\b({first} +){second}\b", rf"\1{NEGATIONS[0]}")
+    for pattern in NEGATION_PHRASE_PATTERNS:
+        text = tf.strings.regex_replace(text, pattern, NEGATION_PHRASE_READING)
     return text
 
 

@@ -96,8 +96,8 @@ def scope_of(
         negated &= position - last_negation <= words
     next_end = next_of(end)
     before = after < next_end
-    # where a sentence's first word stands
-    first = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1] == where.end
+    if concessive or opening:  # where a sentence's first word stands
+        first = np.pad(ids, ((0, 0), (1, 0)), constant_values=where.end)[:, :-1] == where.end
     if concessive:
         concession = np.isin(ids, concession_ids()) & first
         start = np.maximum.accumulate(np.where(concession, position, -1), axis=1)

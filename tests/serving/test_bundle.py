@@ -327,6 +327,17 @@ def test_an_nbow_that_reads_sentences_and_their_letters_runs_in_litert_and_expla
         np.testing.assert_allclose(from_bundle.attention, from_keras.attention, atol=1e-5)
 
 
+def negation_bag_bundle(vectorizer: ReviewVectorizer, folder: Path):
+    """An ``nbow`` reading negation behind ``vectorizer``, saved and loaded in Keras' format,
+    and its bundle (whose writing checks the tokenizer's ids against the vectorizer's):
+    ``(model, bundle folder, manifest)``."""
+    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
+    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
+    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), folder)
+    bundle = write_bundle(model, folder / "bundle")
+    return model, bundle, json.loads((bundle / MANIFEST).read_text())
+
+
 def test_a_model_that_corrects_spelling_serves_misspelt_words_as_keras_reads_them(tmp_path):
     vectorizer = ReviewVectorizer(2 + len(reserved_words()) + 9, SEQUENCE_LENGTH, sentences=True)
     vectorizer.adapt(np.array(texts()))
@@ -334,11 +345,7 @@ def test_a_model_that_corrects_spelling_serves_misspelt_words_as_keras_reads_the
         vectorizer.vocab_size, SEQUENCE_LENGTH, vocabulary=vectorizer.get_vocabulary()[2:],
         sentences=True, spelling=6,
     )  # fmt: skip
-    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
-    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
-    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
-    folder = write_bundle(model, tmp_path / "bundle")  # checks the ids on misspelt probes
-    manifest = json.loads((folder / MANIFEST).read_text())
+    model, folder, manifest = negation_bag_bundle(vectorizer, tmp_path)  # misspelt probes too
     assert (manifest["format_version"], manifest["spelling"]) == (2, 6)
     bundle = load_bundle(folder)
     typed = ["The plot was wondreful", "the plto was not dull", "Wonderfull, great film"]
@@ -358,11 +365,7 @@ def test_a_model_that_reads_negation_phrases_serves_and_explains_them_as_keras_d
         2 + len(reserved_words()) + len(WORDS) + 4, SEQUENCE_LENGTH,
         vocabulary=reserved_words() + WORDS + words[:4], sentences=True, negation_phrases=True,
     )  # fmt: skip
-    cfg = ModelConfig(variant="nbow", ngram_buckets=97, negation=0.5, contrast=0.25)
-    classifier = build_classifier(cfg, vectorizer.vocab_size, SEQUENCE_LENGTH, 2)
-    model = saved_and_loaded(spread(build_end_to_end(vectorizer, classifier)), tmp_path)
-    folder = write_bundle(model, tmp_path / "bundle")  # checks the ids on the probes
-    manifest = json.loads((folder / MANIFEST).read_text())
+    model, folder, manifest = negation_bag_bundle(vectorizer, tmp_path)  # the phrase probe too
     assert manifest["format_version"] == 4
     assert manifest["standardization"] == "imdb-review-v1-sentences-negation-phrases"
     bundle = load_bundle(folder)
